@@ -1,0 +1,1 @@
+"""The BENCH.md programs and the benchmarks that measure nupp."""

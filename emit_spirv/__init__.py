@@ -1,0 +1,1 @@
+"""SPIR-V binary module writer (a later issue)."""

@@ -1,0 +1,1 @@
+"""Frontend: the lark grammar, parser, AST with source spans, diagnostics and the Lua translator."""

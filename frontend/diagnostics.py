@@ -1,0 +1,82 @@
+"""Diagnostics: every message nupp shows a user about their source.
+
+A diagnostic prints as
+
+    FILE:LINE:COL: error: MESSAGE
+       12 |     local x = a ~ = b
+          |                   ^
+    hint: did you mean '~='?
+
+User mistakes raise `NuppError` (carrying one or more diagnostics); a failure
+of nupp itself raises `InternalError`, which says it is a bug and where.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source file: its display path and its text."""
+
+    path: str
+    text: str
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Source":
+        data = Path(path).read_bytes()
+        return cls(str(path), data.decode("utf-8", errors="surrogateescape"))
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 1 <= line <= len(lines) else ""
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One message about a position in a source (line and column are 1-based)."""
+
+    source: Source
+    line: int
+    col: int
+    message: str
+    hint: str | None = None
+    severity: str = "error"
+
+    def render(self) -> str:
+        head = f"{self.source.path}:{self.line}:{self.col}: {self.severity}: {self.message}"
+        text = self.source.line_text(self.line).expandtabs(1)
+        parts = [head]
+        if text.strip():
+            gutter = f"{self.line:5d} | "
+            parts.append(gutter + text)
+            parts.append(" " * (len(gutter) - 2) + "| " + " " * (self.col - 1) + "^")
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+
+@dataclass
+class NuppError(Exception):
+    """The user's program is wrong; `diagnostics` says where and why."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(d.render() for d in self.diagnostics)
+
+
+class InternalError(Exception):
+    """nupp itself failed: a bug, reported with the stage where it happened."""
+
+    def __init__(self, stage: str, detail: str):
+        super().__init__(f"internal compiler error in {stage}: {detail}\n"
+                         "This is a bug in nupp; please report it with the input that caused it.")
+        self.stage = stage
+
+
+def error_at(source: Source, line: int, col: int, message: str, hint: str | None = None) -> NuppError:
+    """A NuppError holding a single diagnostic."""
+    return NuppError([Diagnostic(source, line, col, message, hint)])

@@ -1,0 +1,312 @@
+"""Ordinary Nupp to Lua 5.1: what LuaJIT runs as the interpreter.
+
+`translate(source)` parses, validates, rewrites the Nupp-only constructs into
+plain Lua, and prints the result with every node on its source line:
+
+    annotations, qualifiers    erased
+    local struct P ... end     local P = __nupp.struct("P", {{"x", "float"}, ...})
+    a & b, a | b, a ~ b, ~a    __nupp_bit.band(a, b), bor, bxor, bnot
+    a << b, a >> b             __nupp_bit.lshift(a, b), rshift (logical)
+    a // b                     __nupp_floor(a / b)
+    switch                     an `if` chain testing the subject, evaluated once
+    @aot function f            f = __nupp.aot(f, "f", {parameter types}, "result type", {options})
+
+The rewrite is a tree-to-tree pass; `printer.LuaWriter` refuses any Nupp-only
+node that slips through, so nothing is emitted half-translated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass, replace
+
+from nupp.frontend import ast
+from nupp.frontend.diagnostics import Source
+from nupp.frontend.parser import parse
+from nupp.frontend.printer import LuaWriter
+from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
+from nupp.frontend.validate import validate
+
+BIT_FUNCTIONS = {"&": "band", "|": "bor", "~": "bxor", "<<": "lshift", ">>": "rshift"}
+
+
+
+def translate(source: Source) -> str:
+    """Lua source for a Nupp module, line for line."""
+    chunk = parse(source)
+    validate(source, chunk)
+    lowered = ToLua(source).chunk(chunk)
+    return LuaWriter().chunk(lowered)
+
+
+def translate_text(text: str, path: str = "<string>") -> str:
+    return translate(Source(path, text))
+
+
+# ---- small AST builders (spans say where the node is printed) ---------------
+
+def _name(id_: str, span: ast.Span) -> ast.Name:
+    return ast.Name(id_, span)
+
+
+def _str(value: str, span: ast.Span) -> ast.String:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return ast.String(f'"{escaped}"', span)
+
+
+def _call(func: str, args, span: ast.Span) -> ast.Call:
+    obj, _, member = func.partition(".")
+    target = _name(obj, span) if not member else ast.Field(_name(obj, span), member, span)
+    return ast.Call(target, tuple(args), span)
+
+
+def _table(items, span: ast.Span) -> ast.Table:
+    """A table from (key or None, value) pairs."""
+    return ast.Table(tuple(ast.TableField("named" if k else "positional", v, k, span)
+                           for k, v in items), span)
+
+
+def _prelude() -> ast.Local:
+    """Bound on line 1 of every translated chunk, so user code that shadows
+    `bit`, `math` or `type` cannot change what the translation means."""
+    top = ast.Span(1, 1, 1, 1)
+    bindings = (("__nupp", _name("__nupp", top)),
+                ("__nupp_bit", _call("require", (_str("bit", top),), top)),
+                ("__nupp_floor", ast.Field(_name("math", top), "floor", top)),
+                ("__nupp_type", _name("type", top)))
+    return ast.Local(tuple(ast.Param(n, span=top) for n, _ in bindings),
+                     tuple(v for _, v in bindings), top)
+
+
+def _end_span(node) -> ast.Span:
+    s = node.span
+    return ast.Span(s.end_line, s.end_col, s.end_line, s.end_col)
+
+
+class ToLua:
+    """The rewrite; one method per Nupp-only construct, everything else rebuilt as is."""
+
+    def __init__(self, source: Source):
+        self.source = source
+        self.counter = 0
+        self.vararg_stack = [True]  # the main chunk is a vararg function
+        self.structs: set[str] = set()
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"__nupp_{stem}{self.counter}"
+
+    # ---- generic traversal
+    def chunk(self, chunk: ast.Chunk) -> ast.Chunk:
+        body = self.block(chunk.body)
+        return ast.Chunk(ast.Block((_prelude(),) + body.stats, body.span), chunk.span)
+
+    def block(self, block: ast.Block) -> ast.Block:
+        stats: list = []
+        for stat in block.stats:
+            stats.extend(self.stat(stat))
+        return ast.Block(tuple(stats), block.span)
+
+    def stat(self, stat) -> list:
+        method = getattr(self, "stat_" + type(stat).__name__, None)
+        if method is not None:
+            return method(stat)
+        return [self.rebuild(stat)]
+
+    def expr(self, e):
+        method = getattr(self, "expr_" + type(e).__name__, None)
+        if method is not None:
+            return method(e)
+        return self.rebuild(e)
+
+    def rebuild(self, node):
+        """The node with every child translated."""
+        changes = {}
+        for f in fields(node):
+            value = getattr(node, f.name)
+            new = self.child(value)
+            if new is not value:
+                changes[f.name] = new
+        return replace(node, **changes) if changes else node
+
+    def child(self, value):
+        if isinstance(value, ast.Block):
+            return self.block(value)
+        if isinstance(value, tuple):
+            return tuple(self.child(v) for v in value)
+        if isinstance(value, ast.FuncBody):
+            return self.funcbody(value)
+        if is_dataclass(value) and not isinstance(value, (ast.Span, ast.TypeRef, ast.Param, ast.Attribute)):
+            return self.expr(value)
+        return value
+
+    def funcbody(self, f: ast.FuncBody) -> ast.FuncBody:
+        self.vararg_stack.append(f.is_vararg)
+        try:
+            return replace(f, body=self.block(f.body))
+        finally:
+            self.vararg_stack.pop()
+
+    # ---- operators
+    def expr_BinOp(self, e: ast.BinOp):
+        left, right = self.expr(e.left), self.expr(e.right)
+        if e.op in BIT_FUNCTIONS:
+            return ast.Call(ast.Field(_name("__nupp_bit", e.span), BIT_FUNCTIONS[e.op], e.span),
+                            (left, right), e.span)
+        if e.op == "//":
+            return ast.Call(_name("__nupp_floor", e.span), (ast.BinOp("/", left, right, e.span),), e.span)
+        return replace(e, left=left, right=right)
+
+    def expr_UnOp(self, e: ast.UnOp):
+        operand = self.expr(e.operand)
+        if e.op == "~":
+            return ast.Call(ast.Field(_name("__nupp_bit", e.span), "bnot", e.span), (operand,), e.span)
+        return replace(e, operand=operand)
+
+    # ---- structs
+    def stat_StructDecl(self, s: ast.StructDecl) -> list:
+        self.structs.add(s.name)
+        spec = _table([(None, _table([(None, _str(f.name, f.span)), (None, _str(f.type.name, f.span))],
+                                     f.span)) for f in s.fields], s.span)
+        value = ast.Call(ast.Field(_name("__nupp", s.span), "struct", s.span),
+                         (_str(s.name, s.span), spec), s.span)
+        return [ast.Local((ast.Param(s.name, span=s.span),), (value,), s.span)]
+
+    # ---- @aot functions
+    def stat_LocalFunction(self, s: ast.LocalFunction) -> list:
+        out = replace(s, func=self.funcbody(s.func))
+        if not _is_aot(s.attributes):
+            return [out]
+        return [out, self.aot_registration(_name(s.name, _end_span(s)), s.name, s)]
+
+    def stat_FunctionStat(self, s: ast.FunctionStat) -> list:
+        out = replace(s, func=self.funcbody(s.func))
+        if not _is_aot(s.attributes):
+            return [out]
+        span = _end_span(s)
+        target = _name(s.path[0], span)
+        for part in s.path[1:]:
+            target = ast.Field(target, part, span)
+        return [out, self.aot_registration(target, ".".join(s.path), s)]
+
+    def aot_registration(self, target, name: str, s) -> ast.Assign:
+        """`f = __nupp.aot(f, "f", {params}, "result", {options})` after the definition."""
+        span = _end_span(s)
+        params = _table([(None, self.param_descriptor(p, span)) for p in s.func.params], span)
+        result = _str(s.func.returns.name, span)
+        options = _table([(key, value) for attr in s.attributes for key, value in attr.args], span)
+        call = ast.Call(ast.Field(_name("__nupp", span), "aot", span),
+                        (target, _str(name, span), params, result, options), span)
+        return ast.Assign((target,), (call,), span)
+
+    def param_descriptor(self, p: ast.Param, span: ast.Span) -> ast.Table:
+        kind = p.type.path[-1]
+        if kind in SPAN_KINDS:
+            type_ = _table([("span", _name(p.type.args[0].name, span)),
+                            ("writable", ast.Bool(kind == "WriteSpan", span)),
+                            ("qualifier", _str(p.qualifier, span))], span)
+        else:
+            type_ = _str(p.type.name, span)
+        return _table([("name", _str(p.name, span)), ("type", type_)], span)
+
+    # ---- switch
+    def stat_SwitchStat(self, s: ast.SwitchStat) -> list:
+        sw = s.switch
+        subject = self.fresh("s")
+        chain = self.switch_chain(sw, subject, self.arm_as_statement, failure=None)
+        decl = ast.Local((ast.Param(subject, span=sw.span),), (self.expr(sw.subject),), sw.span)
+        return [ast.Do(ast.Block((decl, chain), sw.span), sw.span)]
+
+    def arm_as_statement(self, arm: ast.SwitchArm) -> ast.Block:
+        if arm.block is not None:
+            return self.block(arm.block)
+        value = self.expr(arm.expr)
+        if isinstance(value, (ast.Call, ast.MethodCall)):
+            return ast.Block((ast.CallStat(value, value.span),), arm.span)
+        return ast.Block((ast.Local((ast.Param("_", span=arm.span),), (value,), arm.span),), arm.span)
+
+    def stat_Local(self, s: ast.Local) -> list:
+        # `local x = switch ...`: an if chain assigning a temporary, no closure,
+        # so the loop around it stays compiled.  The subject and arms are
+        # evaluated before `x` comes into scope, as Lua's own `local` does.
+        if not (len(s.names) == 1 and len(s.values) == 1 and isinstance(s.values[0], ast.Switch)):
+            return [self.rebuild(s)]
+        sw = s.values[0]
+        result, subject = self.fresh("v"), self.fresh("s")
+
+        def assign(arm):
+            return ast.Block((ast.Assign((_name(result, arm.span),), (self.expr(arm.expr),), arm.span),),
+                             arm.span)
+
+        chain = self.switch_chain(sw, subject, assign, failure=self.switch_failure(sw, subject))
+        decl = ast.Local((ast.Param(subject, span=sw.span),), (self.expr(sw.subject),), sw.span)
+        end = _end_span(sw)
+        return [ast.Local((ast.Param(result, span=s.span),), (), s.span),
+                ast.Do(ast.Block((decl, chain), sw.span), sw.span),
+                ast.Local(s.names, (_name(result, end),), end)]
+
+    def expr_Switch(self, sw: ast.Switch):
+        # Anywhere else: a function of the subject, called at once.
+        subject = self.fresh("s")
+        vararg = self.vararg_stack[-1]
+
+        def give(arm):
+            value = ast.Paren(self.expr(arm.expr), arm.span)  # one value, as an expression has
+            return ast.Block((ast.Return((value,), arm.span),), arm.span)
+
+        failure = ast.Return((self.switch_failure(sw, subject),), _end_span(sw))
+        chain = self.switch_chain(sw, subject, give, failure=failure)
+        params = (ast.Param(subject, span=sw.span),)
+        func = ast.Function(ast.FuncBody(params, vararg, None, ast.Block((chain,), sw.span), sw.span), sw.span)
+        args = (self.expr(sw.subject), func) + ((ast.Vararg(sw.span),) if vararg else ())
+        return ast.Call(ast.Field(_name("__nupp", sw.span), "switch_call", sw.span), args, sw.span)
+
+    def switch_failure(self, sw: ast.Switch, subject: str):
+        where = f"{self.source.path}:{sw.span.line}"
+        span = _end_span(sw)
+        return ast.Call(ast.Field(_name("__nupp", span), "switch_failed", span),
+                        (_name(subject, span), _str(where, span)), span)
+
+    def switch_chain(self, sw: ast.Switch, subject: str, arm_body, failure) -> ast.If:
+        clauses = tuple((self.arm_condition(arm, subject), arm_body(arm)) for arm in sw.arms)
+        if sw.otherwise is not None:
+            orelse = arm_body(sw.otherwise)
+        elif failure is not None:
+            stat = failure if isinstance(failure, ast.Return) else ast.CallStat(failure, failure.span)
+            orelse = ast.Block((stat,), failure.span)
+        else:
+            orelse = None
+        if not clauses:  # only an else arm (or nothing): `if true then ... end`
+            clauses = ((ast.Bool(True, sw.span), orelse or ast.Block((), sw.span)),)
+            orelse = None
+        return ast.If(clauses, orelse, sw.span)
+
+    def arm_condition(self, arm: ast.SwitchArm, subject: str):
+        tests = [self.pattern_test(p, _name(subject, p.span)) for p in arm.patterns]
+        cond = tests[0]
+        for test in tests[1:]:
+            cond = ast.BinOp("or", cond, test, arm.span)
+        return cond
+
+    def pattern_test(self, p: ast.Pattern, value: ast.Name):
+        span = p.span
+        if p.kind == "number":
+            return ast.BinOp("==", value, ast.Number(p.raw, span), span)
+        if p.kind == "string":
+            return ast.BinOp("==", value, ast.String(p.raw, span), span)
+        if p.kind in ("true", "false"):
+            return ast.BinOp("==", value, ast.Bool(p.kind == "true", span), span)
+        if p.kind == "nil":
+            return ast.BinOp("==", value, ast.Nil(span), span)
+        return self.type_test(p.type, value, span)
+
+    def type_test(self, t: ast.TypeRef, value: ast.Name, span: ast.Span):
+        name = "number" if t.name == "double" else t.name
+        if name in CTYPE_PATTERNS:
+            return _call("__nupp.is_ctype", (_str(CTYPE_PATTERNS[name], span), value), span)
+        if name in lua_type_pattern_names():
+            return ast.BinOp("==", _call("__nupp_type", (value,), span), _str(name, span), span)
+        return _call("__nupp.is_struct", (_name(name, span), value), span)
+
+
+def _is_aot(attributes) -> bool:
+    return any(a.name == "aot" for a in attributes)

@@ -1,0 +1,3 @@
+from nupp.runtime.cli import main
+
+raise SystemExit(main())

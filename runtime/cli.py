@@ -1,0 +1,140 @@
+"""The `nupp` command line.
+
+    nupp run FILE.nupp [--aot on|off] [ARGS...]   run a host script
+    nupp check FILE.nupp                          report diagnostics
+    nupp emit --lua FILE.nupp                     print the ordinary translation
+    nupp --version
+
+Exit status: 0 success, 1 the program or its source is wrong, 2 bad usage,
+70 an internal error (a bug in nupp).  A Python traceback never reaches the
+user unless NUPP_DEBUG=1 asks for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+import nupp
+from nupp.frontend.diagnostics import Diagnostic, InternalError, NuppError, Source
+from nupp.frontend.parser import parse
+from nupp.frontend.to_lua import translate
+from nupp.frontend.validate import validate
+from nupp.runtime.host import Host, LuaRunError, display_path
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nupp", description="Compiler and runner for Nupp, a typed Lua dialect hosted on LuaJIT.")
+    parser.add_argument("--version", action="version", version=f"nupp {nupp.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a Nupp host script",
+                         description="Run a Nupp host script; its folder is on the require path.")
+    run.add_argument("file", help="the .nupp script")
+    run.add_argument("--aot", choices=("on", "off"), default="off",
+                     help="run @aot functions as native code (on) or as ordinary Nupp (off, the default "
+                          "until the native backend lands)")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script as `...`")
+
+    check = sub.add_parser("check", help="parse and check a module, reporting diagnostics",
+                           description="Parse and check a .nupp module; exit 0 only when it is clean.")
+    check.add_argument("file", help="the .nupp module")
+
+    emit = sub.add_parser("emit", help="print what nupp makes of a module",
+                          description="Print a translation of a .nupp module.")
+    emit.add_argument("--lua", action="store_true", required=True,
+                      help="the Lua 5.1 that LuaJIT runs for ordinary execution")
+    emit.add_argument("file", help="the .nupp module")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return COMMANDS[args.command](args)
+    except NuppError as err:
+        print(err, file=sys.stderr)
+        return EXIT_ERROR
+    except InternalError as err:
+        print(f"nupp: {err}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
+        if os.environ.get("NUPP_DEBUG"):
+            raise
+        print(f"nupp: {InternalError(args.command, f'{type(err).__name__}: {err}')}\n"
+              "(set NUPP_DEBUG=1 to see the Python traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _read_source(path: str) -> Source:
+    if not Path(path).is_file():
+        raise NuppError([Diagnostic(Source(path, ""), 1, 1, f"cannot open '{path}': no such file")])
+    return Source.from_file(display_path(path))
+
+
+def cmd_run(args) -> int:
+    if args.aot == "on":
+        print("nupp: --aot on needs the native backend, which this version of nupp does not have yet;\n"
+              "      run with --aot off to execute @aot functions as ordinary Nupp", file=sys.stderr)
+        return EXIT_USAGE
+    source = _read_source(args.file)
+    host = Host(search_path=[Path(args.file).resolve().parent])
+    sys.stdout.flush()
+    try:
+        host.run_source(source, tuple(args.args))
+    except LuaRunError as err:
+        host.lua.execute("io.stdout:flush()")
+        print(render_run_error(err), file=sys.stderr)
+        return EXIT_ERROR
+    host.lua.execute("io.stdout:flush()")
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    source = _read_source(args.file)
+    validate(source, parse(source))
+    return EXIT_OK
+
+
+def cmd_emit(args) -> int:
+    sys.stdout.write(translate(_read_source(args.file)))
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "check": cmd_check, "emit": cmd_emit}
+
+# "path/file.nupp:12: message" as LuaJIT writes positions
+_LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)
+_TRACE_FRAME = re.compile(r"^\s*(?P<path>[^\n:]+\.nupp):(?P<line>\d+):(?P<rest>.*)$")
+
+
+def render_run_error(err: LuaRunError) -> str:
+    """A Lua run-time error as a diagnostic at its .nupp line, plus the Nupp frames of the traceback."""
+    match = _LUA_POSITION.match(err.message)
+    if match is None or not Path(match["path"]).is_file():
+        text = f"error: {err.message}"
+    else:
+        source = Source.from_file(match["path"])
+        line = int(match["line"])
+        line_text = source.line_text(line)
+        col = len(line_text) - len(line_text.lstrip()) + 1
+        text = Diagnostic(source, line, col, match["message"]).render()
+    frames = [f"  {m['path']}:{m['line']}:{m['rest']}" for m in map(_TRACE_FRAME.match, err.traceback.splitlines())
+              if m is not None]
+    if len(frames) > 1:
+        text += "\nfrom:\n" + "\n".join(frames)
+    return text
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""The LuaJIT host: one lupa runtime per run, with the Nupp runtime installed.
+
+Everything a Nupp program executes runs inside this LuaJIT state.  Python
+sets it up, translates `.nupp` modules when `require` asks for them (once per
+module: `require` caches), and turns Lua errors into diagnostics.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lupa import luajit21
+
+from nupp.frontend.diagnostics import NuppError, Source
+from nupp.frontend.to_lua import translate
+
+LUA_DIR = Path(__file__).resolve().parent / "lua"
+MODULE_EXTENSIONS = (".nupp", ".lua")
+
+
+def new_lua_runtime() -> "luajit21.LuaRuntime":
+    """A fresh LuaJIT 2.1 state with the globals `nupp` and `__nupp` installed."""
+    lua = luajit21.LuaRuntime(unpack_returned_tuples=True)
+    prelude = lua.eval("function(path, dir) return assert(loadfile(path))(dir) end")
+    prelude(str(LUA_DIR / "prelude.lua"), str(LUA_DIR))
+    return lua
+
+
+@dataclass
+class LuaRunError(Exception):
+    """A Lua error raised while running a program: message plus Nupp frames."""
+
+    message: str
+    traceback: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# Runs a chunk under xpcall so the traceback is taken where the error happened.
+_RUN_CHUNK = """
+function(source, chunkname, ...)
+    local chunk, err = loadstring(source, chunkname)
+    if not chunk then return false, err, "" end
+    local function handler(e)
+        return {tostring(e), debug.traceback("", 2)}
+    end
+    local ok, result = xpcall(chunk, handler, ...)
+    if ok then return true, nil, nil end
+    if type(result) == "table" then return false, result[1], result[2] end
+    return false, tostring(result), ""
+end
+"""
+
+_INSTALL_SEARCHER = """
+function(find_module)
+    -- Second in line, after package.preload: project modules come before
+    -- anything on LuaJIT's own package.path.
+    table.insert(package.loaders, 2, function(name)
+        local source, chunkname = find_module(name)
+        if source == nil then return chunkname end
+        local chunk, err = loadstring(source, chunkname)
+        if not chunk then error(err, 0) end
+        return chunk
+    end)
+end
+"""
+
+
+class Host:
+    """A Nupp program's world: a LuaJIT state and its module search path."""
+
+    def __init__(self, search_path: list[Path] | None = None):
+        self.lua = new_lua_runtime()
+        self.search_path = [Path(p) for p in (search_path or [])]
+        self.module_error: NuppError | None = None
+        self._run_chunk = self.lua.eval(_RUN_CHUNK)
+        self.lua.eval(_INSTALL_SEARCHER)(self._find_module)
+
+    # ---- running
+    def run_file(self, path: str | Path, args: tuple = ()) -> None:
+        source = Source.from_file(display_path(path))
+        self.run_source(source, args)
+
+    def run_source(self, source: Source, args: tuple = ()) -> None:
+        lua_text = translate(source)
+        self._run(lua_text, source.path, args)
+
+    def run_lua(self, text: str, chunkname: str = "=lua", args: tuple = ()) -> None:
+        """Run plain Lua (no translation), e.g. as an oracle for the translator."""
+        self._run(text, chunkname, args, prefix="")
+
+    def _run(self, lua_text: str, path: str, args: tuple, prefix: str = "@") -> None:
+        self.module_error = None
+        ok, message, traceback = self._run_chunk(lua_text, prefix + path, *args)
+        if self.module_error is not None:
+            raise self.module_error
+        if not ok:
+            raise LuaRunError(str(message), str(traceback or ""))
+
+    def capture_output(self):
+        """Redirect `print` and `io.write` into a buffer; returns a function giving the text so far."""
+        return self.lua.execute("""
+            local out = {}
+            local function write(...)
+                for i = 1, select("#", ...) do out[#out + 1] = tostring((select(i, ...))) end
+            end
+            print = function(...)
+                local n = select("#", ...)
+                for i = 1, n do
+                    out[#out + 1] = tostring((select(i, ...)))
+                    if i < n then out[#out + 1] = "\\t" end
+                end
+                out[#out + 1] = "\\n"
+            end
+            io.write = function(...) write(...) return io.stdout end
+            return function() return table.concat(out) end
+        """)
+
+    # ---- require
+    def _find_module(self, name: str):
+        relative = str(name).replace(".", os.sep)
+        tried = []
+        for folder in self.search_path:
+            for ext in MODULE_EXTENSIONS:
+                candidate = folder / (relative + ext)
+                tried.append(str(candidate))
+                if candidate.is_file():
+                    return self._load_module(candidate)
+        return None, "".join(f"\n\tno file '{t}'" for t in tried)
+
+    def _load_module(self, path: Path):
+        chunkname = "@" + display_path(path)
+        if path.suffix == ".lua":
+            return path.read_text(), chunkname
+        try:
+            return translate(Source.from_file(display_path(path))), chunkname
+        except NuppError as err:
+            # Keep the diagnostics whole for the user; Lua only learns that it failed.
+            self.module_error = err
+            return None, f"\n\t{path}: nupp could not compile this module"
+
+
+def display_path(path: str | Path) -> str:
+    """A path as the user should see it: relative to the working directory when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,61 @@
+-- The Nupp runtime, assembled once per LuaJIT state by runtime/host.py.
+--
+-- Called with the folder holding these files.  Builds two globals:
+--   nupp    the public runtime library (LANGUAGE.md section 5)
+--   __nupp  the internal table that translated Nupp code calls into
+--           (struct types, @aot registration, switch support)
+local dir = ...
+
+local function load_part(name, ...)
+    local chunk = assert(loadfile(dir .. "/" .. name .. ".lua"))
+    return chunk(...)
+end
+
+local math_rt = load_part("math")
+local mem = load_part("mem", math_rt)
+local boundary = load_part("boundary", math_rt, mem)
+
+nupp = {
+    math = {
+        f32 = math_rt.f32, i32 = math_rt.i32, u32 = math_rt.u32,
+        i64 = math_rt.i64, u64 = math_rt.u64,
+    },
+    mem = { span = mem.span },
+}
+
+__nupp = {
+    math = math_rt,
+    mem = mem,
+    boundary = boundary,
+    struct = mem.struct,
+}
+
+-- ---- support for translated code (frontend/to_lua.py) ----------------------
+local ffi = require("ffi")
+local describe = math_rt.describe
+
+-- `@aot` registration.  Ordinary execution calls the Lua body through the host
+-- boundary, which checks and converts arguments exactly as native calls will.
+function __nupp.aot(fn, name, params, result, options)
+    return boundary.wrap(fn, name, params, result, options)
+end
+
+-- A switch expression outside `local x = switch ...`: the subject is
+-- evaluated first, then the arms run in a function of it.
+function __nupp.switch_call(subject, arms, ...)
+    return arms(subject, ...)
+end
+
+function __nupp.switch_failed(subject, where)
+    error(where .. ": no case of this switch matches " .. describe(subject), 0)
+end
+
+-- `case is int64`, `case is uint64`
+function __nupp.is_ctype(ctype_name, value)
+    return type(value) == "cdata" and ffi.istype(ctype_name, value)
+end
+
+-- `case is Pixel`: a struct value or an element reference of a span of Pixel
+function __nupp.is_struct(struct_type, value)
+    return mem.is_struct(struct_type, value)
+end

@@ -1,0 +1,1 @@
+"""Tests: unit, golden, differential and property tests."""
