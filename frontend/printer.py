@@ -336,9 +336,14 @@ class Writer:
 
     def expr_Index(self, e: ast.Index) -> None:
         self.prefix(e.obj)
-        self.write("[")
-        self.expr(e.key)
-        self.write("]")
+        self.bracketed(e.key)
+
+    def bracketed(self, key) -> None:
+        # `t[ [[k]] ]`: without the spaces `[[[k]]` would lex as a long string
+        pad = " " if isinstance(key, ast.String) and key.raw.startswith("[") else ""
+        self.write("[" + pad)
+        self.expr(key)
+        self.write(pad + "]")
 
     def expr_Field(self, e: ast.Field) -> None:
         self.prefix(e.obj)
@@ -369,9 +374,8 @@ class Writer:
     def table_field(self, f: ast.TableField) -> None:
         self.reach(f)
         if f.kind == "keyed":
-            self.write("[")
-            self.expr(f.key)
-            self.write("] = ")
+            self.bracketed(f.key)
+            self.write(" = ")
         elif f.kind == "named":
             self.write(f"{f.key} = ")
         self.expr(f.value)

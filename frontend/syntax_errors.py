@@ -42,8 +42,11 @@ def describe_syntax_error(source: Source, text: str, err: UnexpectedInput) -> Nu
     token = getattr(err, "token", None)
     if token is not None and token.type != "$END" and token.start_pos is not None:
         # The contextual lexer may lex the start of an unfinished string or
-        # comment as a token ('[' or '-'); name the real problem instead.
-        lexical = _bad_character(source, text, token.start_pos, token.line, token.column)
+        # comment as tokens ('[', or '-' '-' '['); name the real problem instead.
+        pos, col = token.start_pos, token.column
+        if text[pos - 2:pos] == "--" and col > 2:
+            pos, col = pos - 2, col - 2
+        lexical = _bad_character(source, text, pos, token.line, col)
         if "unfinished" in lexical.diagnostics[0].message:
             return lexical
     if isinstance(err, (UnexpectedToken, UnexpectedEOF)):
@@ -82,10 +85,12 @@ def _bad_token(source: Source, text: str, err) -> NuppError:
     if not at_eof and token.type == "EQUAL" and previous is not None and previous.type == "TILDE":
         return error_at(source, previous.line, previous.column, "unexpected '=' after '~'",
                         "not-equal is written '~=' with no space; a lone '~' is bitwise xor (or not)")
+    if not at_eof and token.type == "EQUAL" and text[token.start_pos + 1:token.start_pos + 2] == ">":
+        return error_at(source, line, col, "unexpected '=>'", "a switch arm is written `case 1 -> value`")
     if not at_eof and token.type == "EQUAL" and expected & {"THEN", "DO"}:
         return error_at(source, line, col, "unexpected '=' in a condition",
                         "use '==' to compare; '=' is assignment")
-    if "END" in expected and (at_eof or token.type not in EXPRESSION_STARTS):
+    if expected & {"END", "UNTIL"} and (at_eof or token.type not in EXPRESSION_STARTS):
         opener = _unclosed_opener(text)
         if opener is not None:
             word, opened_at = opener

@@ -22,7 +22,7 @@ def validate(source: Source, chunk: ast.Chunk) -> None:
     checker = _Validator(source)
     checker.visit(chunk)
     if checker.diagnostics:
-        raise NuppError(checker.diagnostics)
+        raise NuppError(sorted(checker.diagnostics, key=lambda d: (d.line, d.col)))
 
 
 class _Validator:
@@ -66,7 +66,7 @@ class _Validator:
     def visit_FunctionStat(self, node: ast.FunctionStat) -> None:
         name = ".".join(node.path) + (f":{node.method}" if node.method else "")
         if node.method and node.attributes:
-            self.error(node, f"@{node.attributes[0].name} cannot mark the method '{name}'",
+            self.error(node.attributes[0], f"@{node.attributes[0].name} cannot mark the method '{name}'",
                        "mark a plain function: `@aot local function name(...)`")
         self._check_function(node, name, node.func, node.attributes)
 
