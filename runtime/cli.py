@@ -25,7 +25,7 @@ from nupp.frontend.to_lua import translate
 from nupp.frontend.validate import validate
 from nupp.runtime.host import Host, LuaRunError, display_path
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--aot", choices=("on", "off"), default="off",
                      help="run @aot functions as native code (on) or as ordinary Nupp (off, the default "
                           "until the native backend lands)")
-    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script as `...`")
+    run.add_argument("args", nargs=argparse.REMAINDER,
+                     help="arguments passed to the script as `...` (nupp's own options may come "
+                          "first; put script arguments after `--` if they look like options)")
 
     check = sub.add_parser("check", help="parse and check a module, reporting diagnostics",
                            description="Parse and check a .nupp module; exit 0 only when it is clean.")
@@ -62,12 +64,18 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return COMMANDS[args.command](args)
+    except _UsageError as err:
+        print(f"nupp {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except NuppError as err:
         print(err, file=sys.stderr)
         return EXIT_ERROR
     except InternalError as err:
         print(f"nupp: {err}", file=sys.stderr)
         return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        print("nupp: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
         if os.environ.get("NUPP_DEBUG"):
             raise
@@ -77,12 +85,40 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _read_source(path: str) -> Source:
-    if not Path(path).is_file():
-        raise NuppError([Diagnostic(Source(path, ""), 1, 1, f"cannot open '{path}': no such file")])
-    return Source.from_file(display_path(path))
+    try:
+        return Source.from_file(display_path(path))
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise NuppError([Diagnostic(Source(path, ""), 1, 1, f"cannot read '{path}': {reason}")]) from None
+
+
+def _take_run_options(args) -> None:
+    """Accept `nupp run FILE --aot off x y`: nupp's options may follow FILE, before the script's."""
+    rest = list(args.args)
+    while rest:
+        if rest[0] == "--":
+            rest.pop(0)
+            break
+        key, eq, value = rest[0].partition("=")
+        if key != "--aot":
+            break
+        if not eq:
+            if len(rest) < 2:
+                raise _UsageError("--aot needs a value: on or off")
+            value = rest.pop(1)
+        if value not in ("on", "off"):
+            raise _UsageError(f"--aot takes on or off, not '{value}'")
+        args.aot = value
+        rest.pop(0)
+    args.args = rest
+
+
+class _UsageError(Exception):
+    """Bad command-line usage found after argparse (exit status 2)."""
 
 
 def cmd_run(args) -> int:
+    _take_run_options(args)
     if args.aot == "on":
         print("nupp: --aot on needs the native backend, which this version of nupp does not have yet;\n"
               "      run with --aot off to execute @aot functions as ordinary Nupp", file=sys.stderr)

@@ -75,7 +75,7 @@ class Host:
     def __init__(self, search_path: list[Path] | None = None):
         self.lua = new_lua_runtime()
         self.search_path = [Path(p) for p in (search_path or [])]
-        self.module_error: NuppError | None = None
+        self.module_error: Exception | None = None  # raised in Python once Lua unwinds
         self._run_chunk = self.lua.eval(_RUN_CHUNK)
         self.lua.eval(_INSTALL_SEARCHER)(self._find_module)
 
@@ -137,7 +137,7 @@ class Host:
             return path.read_text(), chunkname
         try:
             return translate(Source.from_file(display_path(path))), chunkname
-        except NuppError as err:
+        except Exception as err:  # noqa: BLE001 - re-raised whole once Lua unwinds
             # Keep the diagnostics whole for the user; Lua only learns that it failed.
             self.module_error = err
             return None, f"\n\t{path}: nupp could not compile this module"

@@ -1,0 +1,101 @@
+"""The `nupp` command as a user runs it: exit codes, output, and no tracebacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nupp
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def nupp_cmd(*args, cwd=None):
+    proc = subprocess.run([sys.executable, "-m", "nupp", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_version_and_help():
+    assert nupp_cmd("--version").stdout.strip() == f"nupp {nupp.__version__}"
+    for sub in ([], ["run"], ["check"], ["emit"]):
+        proc = nupp_cmd(*sub, "--help")
+        assert proc.returncode == 0 and "usage: nupp" in proc.stdout
+
+
+def test_no_command_prints_help_and_fails():
+    proc = nupp_cmd()
+    assert proc.returncode == 2 and "COMMAND" in proc.stdout
+
+
+def test_run_prints_and_passes_arguments(tmp_path):
+    (tmp_path / "lib.nupp").write_text("return {twice = function(x: number): number return 2 * x end}\n")
+    (tmp_path / "main.nupp").write_text('local lib = require("lib")\nprint(lib.twice(21), ...)\n')
+    proc = nupp_cmd("run", tmp_path / "main.nupp", "x", "y", cwd=tmp_path.parent)
+    assert (proc.returncode, proc.stdout) == (0, "42\tx\ty\n")
+
+
+def test_run_time_error_is_a_diagnostic_at_the_nupp_line(tmp_path):
+    (tmp_path / "main.nupp").write_text("local t = nil\n\nprint(t.x)\n")
+    proc = nupp_cmd("run", "main.nupp", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("main.nupp:3:1: error: attempt to index local 't' (a nil value)")
+    assert "| print(t.x)" in proc.stderr
+
+
+def test_error_in_a_required_module_names_that_module(tmp_path):
+    (tmp_path / "lib.nupp").write_text("local x = = 1\n")
+    (tmp_path / "main.nupp").write_text('require("lib")\n')
+    proc = nupp_cmd("run", "main.nupp", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr.startswith("lib.nupp:1:11: error:")
+
+
+def test_aot_on_says_it_needs_the_native_backend(tmp_path):
+    (tmp_path / "main.nupp").write_text("print(1)\n")
+    proc = nupp_cmd("run", tmp_path / "main.nupp", "--aot", "on")
+    assert proc.returncode != 0 and "native backend" in proc.stderr and proc.stdout == ""
+
+
+def test_check_clean_and_dirty(tmp_path):
+    good, bad = tmp_path / "good.nupp", tmp_path / "bad.nupp"
+    good.write_text((ROOT / "bench" / "kernel-subset-spike" / "mandelbrot.nupp").read_text())
+    bad.write_text("@inline\nlocal function f() end\nlocal struct S\n  x: text\nend\n")
+    assert nupp_cmd("check", good).returncode == 0
+    proc = nupp_cmd("check", "bad.nupp", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "bad.nupp:1:1: error: unknown attribute '@inline'" in proc.stderr
+    assert "bad.nupp:4:6: error: unknown field type 'text'" in proc.stderr
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    proc = nupp_cmd("run", tmp_path / "nope.nupp")
+    assert proc.returncode == 1 and "cannot read" in proc.stderr and "nope.nupp" in proc.stderr
+    proc = nupp_cmd("check", tmp_path)
+    assert proc.returncode == 1 and "cannot read" in proc.stderr
+
+
+def test_emit_lua_keeps_lines(tmp_path):
+    src = tmp_path / "m.nupp"
+    src.write_text("local x: int32 = 5 & 3\n\nlocal y = x // 2\nprint(y)\n")
+    proc = nupp_cmd("emit", "--lua", src)
+    assert proc.returncode == 0
+    lines = proc.stdout.split("\n")
+    assert "band(5, 3)" in lines[0] and "__nupp_floor(x / 2)" in lines[2] and "print(y)" in lines[3]
+
+
+@pytest.mark.slow
+def test_showcase_runs():
+    proc = nupp_cmd("run", ROOT / "bench" / "kernel-subset-spike" / "mandelbrot_main.nupp", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_run_options_may_follow_the_file_and_script_args_follow_them(tmp_path):
+    (tmp_path / "main.nupp").write_text("print(...)\n")
+    assert nupp_cmd("run", "main.nupp", "--aot", "off", "a", cwd=tmp_path).stdout == "a\n"
+    assert nupp_cmd("run", "main.nupp", "--aot=off", "--", "--aot", cwd=tmp_path).stdout == "--aot\n"
+    bad = nupp_cmd("run", "main.nupp", "--aot", "maybe", cwd=tmp_path)
+    assert bad.returncode == 2 and "on or off" in bad.stderr
