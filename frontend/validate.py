@@ -19,15 +19,16 @@ from nupp.frontend.types import (ATTRIBUTE_KEYS, RESERVED_PREFIX, SCALAR_TYPES, 
 
 def validate(source: Source, chunk: ast.Chunk) -> None:
     """Raise NuppError listing every problem found, or return quietly."""
-    checker = _Validator(source)
+    checker = _Validator(source, top_level=chunk.body.stats)
     checker.visit(chunk)
     if checker.diagnostics:
         raise NuppError(sorted(checker.diagnostics, key=lambda d: (d.line, d.col)))
 
 
 class _Validator:
-    def __init__(self, source: Source):
+    def __init__(self, source: Source, top_level=()):
         self.source = source
+        self.top_level = {id(stat) for stat in top_level}
         self.diagnostics: list[Diagnostic] = []
         self.structs: set[str] = set()
 
@@ -78,6 +79,10 @@ class _Validator:
     # ---- structs
     def visit_StructDecl(self, node: ast.StructDecl) -> None:
         self._check_name(node, node.name)
+        if id(node) not in self.top_level:
+            # run inside a function, it would declare a new C type per call
+            self.error(node, f"struct {node.name} must be declared at the top level of its module",
+                       "move the declaration out of the function or block")
         seen: set[str] = set()
         for f in node.fields:
             if f.name in seen:

@@ -87,6 +87,7 @@ REFUSALS = [
     ("local x = switch v do case 1 do print(1) end end", [(1, 23, ["switch expression's arm"])]),
     ("switch v do case is int32 -> 1 end", [(1, 21, ["is int32", "cannot be tested"])]),
     ("local __nupp_s = 1", [(1, 7, ["reserved"])]),
+    ("local function f()\n  local struct P x: int32 end\nend", [(2, 3, ["top level"])]),
     ("@aot\nfunction t:m(x: int32): nil end", [(1, 1, ["cannot mark the method"])]),
 ]
 
