@@ -90,6 +90,7 @@ class ToLua:
         self.counter = 0
         self.vararg_stack = [True]  # the main chunk is a vararg function
         self.structs: set[str] = set()
+        self.in_aot = False
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -162,6 +163,18 @@ class ToLua:
             return ast.Call(ast.Field(_name("__nupp_bit", e.span), "bnot", e.span), (operand,), e.span)
         return replace(e, operand=operand)
 
+    # ---- math.min / math.max inside @aot functions
+    def expr_Call(self, e: ast.Call):
+        # Inside @aot code these are Nupp's: NaN if either operand is NaN, -0 < +0
+        # (LANGUAGE.md section 5), not LuaJIT's builtins.
+        call = self.rebuild(e)
+        f = e.func
+        if (self.in_aot and isinstance(f, ast.Field) and f.name in ("min", "max")
+                and isinstance(f.obj, ast.Name) and f.obj.id == "math"):
+            nupp_math = ast.Field(_name("__nupp", f.span), "math", f.span)
+            return replace(call, func=ast.Field(nupp_math, f.name, f.span))
+        return call
+
     # ---- structs
     def stat_StructDecl(self, s: ast.StructDecl) -> list:
         self.structs.add(s.name)
@@ -172,14 +185,21 @@ class ToLua:
         return [ast.Local((ast.Param(s.name, span=s.span),), (value,), s.span)]
 
     # ---- @aot functions
+    def aot_body(self, s) -> ast.FuncBody:
+        outer, self.in_aot = self.in_aot, _is_aot(s.attributes)
+        try:
+            return self.funcbody(s.func)
+        finally:
+            self.in_aot = outer
+
     def stat_LocalFunction(self, s: ast.LocalFunction) -> list:
-        out = replace(s, func=self.funcbody(s.func))
+        out = replace(s, func=self.aot_body(s))
         if not _is_aot(s.attributes):
             return [out]
         return [out, self.aot_registration(_name(s.name, _end_span(s)), s.name, s)]
 
     def stat_FunctionStat(self, s: ast.FunctionStat) -> list:
-        out = replace(s, func=self.funcbody(s.func))
+        out = replace(s, func=self.aot_body(s))
         if not _is_aot(s.attributes):
             return [out]
         span = _end_span(s)

@@ -170,3 +170,20 @@ def test_reserved_names_are_refused():
     with pytest.raises(NuppError) as err:
         translate_text("local __nupp_x = 1")
     assert "reserved" in str(err.value)
+
+
+def test_math_min_max_follow_nupp_rules_inside_aot_functions_only():
+    out = run_nupp("""
+@aot
+local function lo(a: number, b: number): number return math.min(a, b) end
+@aot
+local function hi(a: number, b: number): number return math.max(a, b) end
+local function plain(a, b) return math.min(a, b) end
+local nan = 0/0
+print(lo(nan, 1) ~= lo(nan, 1), lo(1, nan) ~= lo(1, nan), hi(1, nan) ~= hi(1, nan))
+print(1/lo(0, -0), 1/lo(-0, 0), 1/hi(-0, 0), 1/hi(0, -0), lo(2, 3), hi(2, 3))
+print(1/plain(0, -0), 1/plain(-0, 0), plain(nan, 1))
+""")
+    builtin = run_captured(lambda h: h.run_lua("local nan = 0/0 print(1/math.min(0, -0), 1/math.min(-0, 0), math.min(nan, 1))"))
+    assert out.split("\n")[:2] == ["true\ttrue\ttrue", "-inf\t-inf\tinf\tinf\t2\t3"]
+    assert out.split("\n")[2] + "\n" == builtin  # ordinary code keeps LuaJIT's builtin
