@@ -1,18 +1,12 @@
-"""Nupp's type names: the one place that says which names mean what.
+"""Names the frontend gives meaning to: attributes, span kinds, reserved names.
 
-LANGUAGE.md section 2: `number`/`double` are binary64, `float` is binary32;
-`int8`..`uint16` exist only as struct field storage.  The checker's widths
-(a later stage) build on these tables.
+Type names and their widths live in `scalar_ir.widths` (the one place for
+widths); they are re-exported here for the frontend's checks.
 """
 
 from __future__ import annotations
 
-# Parameter, local and result types of @aot functions.
-SCALAR_TYPES = frozenset({"number", "double", "float", "int32", "uint32", "int64", "uint64", "boolean"})
-
-# Struct field types (storage): the scalar number types plus the narrow integers.
-STORAGE_TYPES = frozenset({"number", "double", "float", "int8", "uint8", "int16", "uint16",
-                           "int32", "uint32", "int64", "uint64"})
+from nupp.scalar_ir.widths import SCALAR_TYPES, STORAGE_TYPES  # noqa: F401 - re-exported
 
 # Span kinds and the ownership qualifier each requires (LANGUAGE.md section 6).
 SPAN_KINDS = {"Span": "borrows", "WriteSpan": "exclusive"}

@@ -1,0 +1,270 @@
+"""Scalar IR nodes: small, immutable, typed, each with its source location.
+
+The IR is structured (no basic blocks): a function body is a tuple of
+statements, and expressions are trees whose every node has one width.
+Widths change only at conversion ops (`promote.f32.f64`, `narrow.f64.f32`,
+...), which the lowering writes down wherever the source converts.
+
+Expressions                          Statements
+  Const   a literal at a width         Let     declare a local (value optional)
+  Var     a local or parameter         Assign  set a local
+  Op      an opcode of ops.OPS         Store   s[i].field = value
+  Load    s[i].field (i a counter)     If      ordered if/else, optional switch labels
+  Len     #s (int32)                   For     counted loop over an int32 counter
+  Call    another @aot function        While, Break, Return, Assert, Eval
+
+Element references (`local e = s[i]`) are resolved by the lowering: `e.x`
+becomes `Load(s, i, "x")`, sound because a loop counter is never assigned.
+
+The lane rewrite (a later stage) adds its own node kinds around these
+(gang loops, masks) and records uniform/varying per value beside the tree;
+scalar passes never see them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from nupp.scalar_ir.ops import OPS
+from nupp.scalar_ir.widths import Width
+
+
+@dataclass(frozen=True)
+class Loc:
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.col}"
+
+
+NO_LOC = Loc(0, 0)
+
+
+def _loc():
+    return field(default=NO_LOC, compare=False)
+
+
+# ---- expressions ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Const:
+    """A literal; `value` is a Python int, a float exact at the width, or a bool."""
+
+    value: Union[int, float, bool]
+    width: Width
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    width: Width
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Op:
+    op: str
+    args: tuple["Expr", ...]
+    loc: Loc = _loc()
+
+    @property
+    def width(self) -> Width:
+        return OPS[self.op].result
+
+
+@dataclass(frozen=True)
+class Load:
+    """`span[index].field`; `width` is the field's load width (a float field loads binary64)."""
+
+    span: str
+    index: str
+    field: str
+    width: Width
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Len:
+    span: str
+    loc: Loc = _loc()
+
+    @property
+    def width(self) -> Width:
+        return Width.I32
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    args: tuple["Expr", ...]
+    width: Optional[Width]  # None: the callee returns nothing
+    loc: Loc = _loc()
+
+
+Expr = Union[Const, Var, Op, Load, Len, Call]
+
+
+# ---- statements ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Let:
+    name: str
+    width: Width
+    value: Optional[Expr]
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Assign:
+    name: str
+    value: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Store:
+    """`span[index].field = value`: a float field takes binary32, a number field
+    binary64, an integer field any integer width reduced modulo 2^bits."""
+
+    span: str
+    index: str
+    field: str
+    value: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class SwitchLabels:
+    """Exact-width case labels of a lowered switch initializer: the If chain
+    tests `selector == label` for each arm's labels, in order; `default` says
+    the last else is the switch's else arm."""
+
+    selector: str
+    width: Width
+    cases: tuple[tuple[int, ...], ...]
+    default: bool
+
+
+@dataclass(frozen=True)
+class If:
+    cond: Expr
+    then: tuple["Stmt", ...]
+    orelse: tuple["Stmt", ...] = ()
+    labels: Optional[SwitchLabels] = None
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class For:
+    """`for var = start, stop, step`: int32 counter, `step` a non-zero literal."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: int
+    body: tuple["Stmt", ...]
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class While:
+    cond: Expr
+    body: tuple["Stmt", ...]
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Break:
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Return:
+    value: Optional[Expr]
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Assert:
+    cond: Expr
+    message: str
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Eval:
+    """A call statement whose result (if any) is dropped."""
+
+    expr: Call
+    loc: Loc = _loc()
+
+
+Stmt = Union[Let, Assign, Store, If, For, While, Break, Return, Assert, Eval]
+
+
+# ---- functions and modules -------------------------------------------------------
+
+@dataclass(frozen=True)
+class StructDef:
+    name: str
+    fields: tuple[tuple[str, str], ...]  # (field name, storage type name)
+
+    def field_type(self, name: str) -> Optional[str]:
+        return dict(self.fields).get(name)
+
+
+@dataclass(frozen=True)
+class SpanType:
+    struct: str
+    writable: bool
+
+    def __str__(self) -> str:
+        return f"span<{self.struct}> {'write' if self.writable else 'read'}"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: Union[Width, SpanType]
+    qualifier: Optional[str] = None  # "exclusive" | "borrows" for spans
+
+
+DISJOINT, SHARED_READ = "disjoint", "shared-read"
+
+
+@dataclass(frozen=True)
+class AliasFact:
+    """What may be assumed of two span parameters' memory."""
+
+    a: str
+    b: str
+    fact: str  # DISJOINT | SHARED_READ
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    params: tuple[Param, ...]
+    result: Optional[Width]  # None: returns nothing
+    body: tuple[Stmt, ...]
+    aliases: tuple[AliasFact, ...] = ()
+    vectorize: bool = True
+    loc: Loc = _loc()
+
+    def span_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if isinstance(p.type, SpanType))
+
+
+@dataclass(frozen=True)
+class Module:
+    structs: tuple[StructDef, ...]
+    functions: tuple[Function, ...]
+
+    def struct(self, name: str) -> Optional[StructDef]:
+        return next((s for s in self.structs if s.name == name), None)
+
+    def function(self, name: str) -> Optional[Function]:
+        return next((f for f in self.functions if f.name == name), None)
