@@ -9,7 +9,9 @@ plain Lua, and prints the result with every node on its source line:
     a << b, a >> b             __nupp_bit.lshift(a, b), rshift (logical)
     a // b                     __nupp_floor(a / b)
     switch                     an `if` chain testing the subject, evaluated once
-    @aot function f            f = __nupp.aot(f, "f", {parameter types}, "result type", {options})
+    @aot function f            its body is its checked scalar IR written as Lua
+                               (frontend/aot_to_lua.py), then
+                               f = __nupp.aot(f, "f", {parameter types}, "result type", {options})
 
 The rewrite is a tree-to-tree pass; `printer.LuaWriter` refuses any Nupp-only
 node that slips through, so nothing is emitted half-translated.
@@ -20,6 +22,8 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass, replace
 
 from nupp.frontend import ast
+from nupp.frontend.aot_to_lua import OPS_TABLE, AotToLua
+from nupp.frontend.checker import check_module
 from nupp.frontend.diagnostics import Source
 from nupp.frontend.parser import parse
 from nupp.frontend.printer import LuaWriter
@@ -34,7 +38,8 @@ def translate(source: Source) -> str:
     """Lua source for a Nupp module, line for line."""
     chunk = parse(source)
     validate(source, chunk)
-    lowered = ToLua(source).chunk(chunk)
+    module = check_module(source, chunk)
+    lowered = ToLua(source, module).chunk(chunk)
     return LuaWriter().chunk(lowered)
 
 
@@ -72,7 +77,8 @@ def _prelude() -> ast.Local:
     bindings = (("__nupp", _name("__nupp", top)),
                 ("__nupp_bit", _call("require", (_str("bit", top),), top)),
                 ("__nupp_floor", ast.Field(_name("math", top), "floor", top)),
-                ("__nupp_type", _name("type", top)))
+                ("__nupp_type", _name("type", top)),
+                (OPS_TABLE, ast.Field(_name("__nupp", top), "ops", top)))
     return ast.Local(tuple(ast.Param(n, span=top) for n, _ in bindings),
                      tuple(v for _, v in bindings), top)
 
@@ -85,12 +91,12 @@ def _end_span(node) -> ast.Span:
 class ToLua:
     """The rewrite; one method per Nupp-only construct, everything else rebuilt as is."""
 
-    def __init__(self, source: Source):
+    def __init__(self, source: Source, module):
         self.source = source
+        self.module = module  # the checked IR of the @aot functions
         self.counter = 0
         self.vararg_stack = [True]  # the main chunk is a vararg function
         self.structs: set[str] = set()
-        self.in_aot = False
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -163,18 +169,6 @@ class ToLua:
             return ast.Call(ast.Field(_name("__nupp_bit", e.span), "bnot", e.span), (operand,), e.span)
         return replace(e, operand=operand)
 
-    # ---- math.min / math.max inside @aot functions
-    def expr_Call(self, e: ast.Call):
-        # Inside @aot code these are Nupp's: NaN if either operand is NaN, -0 < +0
-        # (LANGUAGE.md section 5), not LuaJIT's builtins.
-        call = self.rebuild(e)
-        f = e.func
-        if (self.in_aot and isinstance(f, ast.Field) and f.name in ("min", "max")
-                and isinstance(f.obj, ast.Name) and f.obj.id == "math"):
-            nupp_math = ast.Field(_name("__nupp", f.span), "math", f.span)
-            return replace(call, func=ast.Field(nupp_math, f.name, f.span))
-        return call
-
     # ---- structs
     def stat_StructDecl(self, s: ast.StructDecl) -> list:
         self.structs.add(s.name)
@@ -185,21 +179,21 @@ class ToLua:
         return [ast.Local((ast.Param(s.name, span=s.span),), (value,), s.span)]
 
     # ---- @aot functions
-    def aot_body(self, s) -> ast.FuncBody:
-        outer, self.in_aot = self.in_aot, _is_aot(s.attributes)
-        try:
+    def aot_body(self, s, name: str) -> ast.FuncBody:
+        """An @aot function runs its checked IR; any other function its own body."""
+        if not _is_aot(s.attributes):
             return self.funcbody(s.func)
-        finally:
-            self.in_aot = outer
+        fn = self.module.function(name)
+        return replace(s.func, body=AotToLua(self.source.path).body(fn))
 
     def stat_LocalFunction(self, s: ast.LocalFunction) -> list:
-        out = replace(s, func=self.aot_body(s))
+        out = replace(s, func=self.aot_body(s, s.name))
         if not _is_aot(s.attributes):
             return [out]
         return [out, self.aot_registration(_name(s.name, _end_span(s)), s.name, s)]
 
     def stat_FunctionStat(self, s: ast.FunctionStat) -> list:
-        out = replace(s, func=self.aot_body(s))
+        out = replace(s, func=self.aot_body(s, ".".join(s.path)))
         if not _is_aot(s.attributes):
             return [out]
         span = _end_span(s)

@@ -14,6 +14,7 @@ end
 local math_rt = load_part("math")
 local mem = load_part("mem", math_rt)
 local boundary = load_part("boundary", math_rt, mem)
+local ops = load_part("ops", math_rt)
 
 nupp = {
     math = {
@@ -28,6 +29,7 @@ __nupp = {
     mem = mem,
     boundary = boundary,
     struct = mem.struct,
+    ops = ops,   -- the scalar IR's ops, for ordinary execution of @aot functions
 }
 
 -- ---- support for translated code (frontend/to_lua.py) ----------------------
