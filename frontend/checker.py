@@ -764,11 +764,11 @@ class Checker:
     def arithmetic(self, e: ast.BinOp, left, right):
         left, right = self.settle_pair(left, right)
         lw, rw = left.width, right.width
+        if BOOL in (lw, rw):
+            return self.refuse(e, f"`{e.op}` takes numbers, not booleans")
         if e.op == "/" or lw.is_float or rw.is_float:
             base = {"/": "div", "//": "idiv", "%": "mod"}.get(e.op) or BINARY_ARITH[e.op]
             return self.op(arith_op(base, F64), self.convert(left, F64, e.left), self.convert(right, F64, e.right), loc=e)
-        if BOOL in (lw, rw):
-            return self.refuse(e, f"`{e.op}` takes numbers, not booleans")
         width = self.integer_common(e, lw, rw)
         base = {"//": "idiv", "%": "mod"}.get(e.op) or BINARY_ARITH[e.op]
         return self.op(arith_op(base, width), self.convert(left, width, e.left), self.convert(right, width, e.right), loc=e)
@@ -867,10 +867,10 @@ class Checker:
             raise CheckError
         if path in MATH_CALLS:
             return self.math_call(e, path)
-        if len(path) == 1 and path[0] in self.signatures:
-            return self.function_call(e, path[0])
         if len(path) == 1 and self.fs and path[0] == self.fs.fn_name:
             return self.refuse(e, f"'{path[0]}' calls itself: recursion is outside the AOT subset")
+        if len(path) == 1 and path[0] in self.signatures:
+            return self.function_call(e, path[0])
         name = ".".join(path) if path else "this function"
         return self.refuse(e, f"the call to {name} is outside the AOT subset",
                            "an @aot function calls nupp.math.*, math.sqrt/abs/floor/ceil/min/max "
