@@ -270,7 +270,12 @@ class Checker:
 
     def stat_Local(self, s: ast.Local) -> list:
         if len(s.values) == 1 and isinstance(s.values[0], ast.Switch):
-            return self.switch_initializer(s)
+            try:
+                return self.switch_initializer(s)
+            except CheckError:
+                # declared all the same, so its uses do not cascade into more errors
+                self.fs.declare(s.names[0].name, Binding("local", self.fs.fresh(s.names[0].name), None))
+                raise
         if len(s.values) != len(s.names):
             self.error(s, "each local of an @aot function needs exactly one initial value",
                        "write `local x: int32 = 0`; multiple values and nil locals are outside the subset")

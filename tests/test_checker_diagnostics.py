@@ -129,3 +129,9 @@ def test_all_errors_of_a_file_are_collected():
 def test_clean_body_checks():
     module = check("local v: int32 = a + 1\nlocal u = b + 1\nlocal q = f32.add(y, 1)")
     assert [f.name for f in module.functions] == ["g", "f"]
+
+
+def test_only_integer_numerals_take_an_integer_width():
+    # `2` is an exact integer literal and takes b's width; `2.0` and `2e0` are binary64
+    body = check("local u = 2 + b\nlocal v = 2.0 + b\nlocal t = 2e0 + b\nlocal s = 0xFF + b").functions[1].body
+    assert [(s.name, s.width.value) for s in body] == [("u", "u32"), ("v", "f64"), ("t", "f64"), ("s", "u32")]

@@ -25,7 +25,7 @@ def typed(width: str, depth: int):
     if width == "i32":
         leaf = st.one_of(leaf, st.integers(-2**31, 2**31 - 1).map(lambda v: f"({v})"))
     elif width == "f64":
-        leaf = st.one_of(leaf, st.sampled_from(["0.5", "1e300", "(-0.0)", "3"]))
+        leaf = st.one_of(leaf, st.sampled_from(["0.5", "1e300", "(-0.0)", "3.0"]))
     if depth <= 0:
         return leaf
     sub = lambda w: typed(w, depth - 1)  # noqa: E731
