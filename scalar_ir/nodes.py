@@ -23,6 +23,7 @@ scalar passes never see them.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -48,13 +49,33 @@ def _loc():
 
 # ---- expressions ------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Const:
-    """A literal; `value` is a Python int, a float exact at the width, or a bool."""
+    """A literal: a Python int for integer widths, a float (exact at the width)
+    for f64/f32, a bool for bool.  Two constants are equal when their widths
+    and bits are: NaN equals NaN, -0.0 differs from 0.0."""
 
     value: Union[int, float, bool]
     width: Width
     loc: Loc = _loc()
+
+    def __post_init__(self):
+        # an int that a float holds exactly becomes that float; any other
+        # stays as it is, for the verifier to refuse
+        if (self.width in (Width.F64, Width.F32) and type(self.value) is int
+                and float(self.value) == self.value):
+            object.__setattr__(self, "value", float(self.value))
+
+    def _key(self):
+        if isinstance(self.value, float):
+            return self.width, struct.pack("<d", self.value)
+        return self.width, type(self.value), self.value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Const) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 @dataclass(frozen=True)

@@ -61,16 +61,18 @@ for _w in INT_WIDTHS:
     _op(f"sub.{_w}", (_w, _w), _w, True, f"{_w} subtraction modulo 2^{_w.bits}")
     _op(f"mul.{_w}", (_w, _w), _w, True, f"{_w} multiplication modulo 2^{_w.bits}")
     _op(f"neg.{_w}", (_w,), _w, True, f"{_w} negation modulo 2^{_w.bits}")
-    _op(f"idiv.{_w}", (_w, _w), _w, True, f"{_w} floor division; MIN // -1 wraps to MIN",
+    _signed_note = "; MIN // -1 wraps to MIN" if _w.is_signed else ""
+    _op(f"idiv.{_w}", (_w, _w), _w, True, f"{_w} floor division{_signed_note}",
         raises=INTEGER_DIVISION_BY_ZERO)
-    _op(f"mod.{_w}", (_w, _w), _w, True, f"{_w} floor remainder, sign of the divisor; MIN % -1 is 0",
+    _op(f"mod.{_w}", (_w, _w), _w, True,
+        f"{_w} floor remainder, sign of the divisor" + ("; MIN % -1 is 0" if _w.is_signed else ""),
         raises=INTEGER_DIVISION_BY_ZERO)
 
 # ---- binary64 arithmetic (LuaJIT's own, one rounding per op) -------------------
 _op("add.f64", (F64, F64), F64, False, "binary64 addition")
 _op("sub.f64", (F64, F64), F64, False, "binary64 subtraction")
 _op("mul.f64", (F64, F64), F64, False, "binary64 multiplication")
-_op("div.f64", (F64, F64), F64, False, "binary64 division (also `/` of integers, promoted first)")
+_op("div.f64", (F64, F64), F64, False, "binary64 division (also `/` of integers, converted to binary64 first)")
 _op("neg.f64", (F64,), F64, True, "binary64 negation (flips the sign, -0 included)")
 _op("idiv.f64", (F64, F64), F64, False, "floor(a / b)")
 _op("mod.f64", (F64, F64), F64, False, "a - floor(a / b) * b (Lua 5.1; 5 % inf is NaN)")

@@ -15,7 +15,7 @@ from nupp.scalar_ir import nodes as ir
 class Transform:
     def function(self, fn: ir.Function) -> ir.Function:
         body = self.block(fn.body)
-        return fn if body == fn.body else replace(fn, body=body)
+        return fn if _same(body, fn.body) else replace(fn, body=body)
 
     def module(self, module: ir.Module) -> ir.Module:
         return replace(module, functions=tuple(self.function(f) for f in module.functions))
@@ -25,7 +25,7 @@ class Transform:
         for stmt in stmts:
             new = self.stmt(stmt)
             out.extend(new if isinstance(new, (list, tuple)) else [new])
-        return tuple(out)
+        return stmts if _same(out, stmts) else tuple(out)
 
     def stmt(self, stmt):
         """A statement, or a list of statements to splice in its place."""
@@ -50,10 +50,15 @@ class Transform:
             return self.block(value)
         if isinstance(value, tuple) and value and _is_expr(value[0]):
             new = tuple(self.expr(v) for v in value)
-            return value if new == value else new
+            # identity, not ==: equality ignores locations, and a pass may change only those
+            return value if all(a is b for a, b in zip(new, value)) else new
         if _is_expr(value):
             return self.expr(value)
         return value
+
+
+def _same(new, old) -> bool:
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
 
 
 _EXPR_TYPES = (ir.Const, ir.Var, ir.Op, ir.Load, ir.Len, ir.Call)

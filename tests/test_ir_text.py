@@ -168,7 +168,7 @@ def test_print_switch_and_elif():
     (Const(math.nan, F64), "nan:f64"), (Const(-math.inf, F32), "-inf:f32"), (Const(-0.0, F64), "-0.0:f64"),
     (Const(1.401298464324817e-45, F32), "1.401298464324817e-45:f32"), (Const(1e16, F64), "1e+16:f64"),
     (Const(-2147483648, I32), "-2147483648:i32"), (Const(18446744073709551615, U64), "18446744073709551615:u64"),
-    (Const(True, BOOL), "true"), (Const(False, I32), "false:i32"), (Const(2, F64), "2:f64"),
+    (Const(True, BOOL), "true"), (Const(False, I32), "false:i32"), (Const(2, F64), "2.0:f64"),  # an exact int at f64 is that float
 ])
 def test_print_const(const, text):
     assert print_expr(const) == text
@@ -398,3 +398,12 @@ def test_mutated_ir_raises_only_syntax_errors(data):
     end = data.draw(st.integers(start, min(len(text), start + 20)))
     insert = data.draw(st.sampled_from(TOKENS) | st.text(max_size=3))
     _parse_or_syntax_error(text[:start] + insert + text[end:])
+
+
+def test_const_equality_is_by_width_and_bits():
+    nan = float("nan")
+    assert Const(nan, F64) == Const(nan, F64)
+    assert Const(-0.0, F64) != Const(0.0, F64)
+    assert Const(2, F64) == Const(2.0, F64)
+    assert Const(True, BOOL) != Const(1, I32)
+    assert len({Const(nan, F64), Const(float("nan"), F64), Const(-0.0, F64), Const(0.0, F64)}) == 3
