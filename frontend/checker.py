@@ -12,7 +12,7 @@ checking continues without a cascade of follow-on errors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Optional
 
 from nupp.frontend import ast
@@ -119,6 +119,7 @@ class FunctionState:
     loops: list[Optional[ir.For]] = field(default_factory=list)   # enclosing loops; For or None (while)
     counters: list[tuple[str, str]] = field(default_factory=list)  # (ir counter, bound span or "")
     seen_loop: bool = False
+    source_names: frozenset = frozenset()  # every identifier of the function's source
     equal_lengths: dict[str, str] = field(default_factory=dict)   # union-find over span names
 
     def lookup(self, name: str) -> Optional[Binding]:
@@ -131,14 +132,19 @@ class FunctionState:
         self.scopes[-1][name] = binding
         return binding
 
-    def fresh(self, name: str) -> str:
+    def fresh(self, name: str, avoid: frozenset = frozenset()) -> str:
         """A function-unique IR name for a source local (shadowing renames)."""
         candidate, n = name, 1
-        while candidate in self.used_names:
+        while candidate in self.used_names or candidate in avoid:
             n += 1
             candidate = f"{name}_{n}"
         self.used_names.add(candidate)
         return candidate
+
+    def temporary(self, stem: str) -> str:
+        """A name for a compiler temporary: never one the source uses, so no
+        source local is renamed on its account."""
+        return self.fresh(stem, self.source_names)
 
     def length_class(self, span: str) -> str:
         while self.equal_lengths.get(span, span) != span:
@@ -212,7 +218,7 @@ class Checker:
             return
         result = self.result_width(stat.func.returns)
         self.signatures[name] = (params, result)
-        self.fs = FunctionState(name, result)
+        self.fs = FunctionState(name, result, source_names=_identifiers(stat.func))
         for p in params:
             kind = "span" if isinstance(p.type, ir.SpanType) else "param"
             self.fs.used_names.add(p.name)
@@ -549,7 +555,7 @@ class Checker:
         values = [self.switch_arm_value(arm) for arm in arms]
         if result is None:
             result = self.common_width(values, sw)
-        sel_name = self.fs.fresh("sel")
+        sel_name = self.fs.temporary("sel")
         result_name = self.fs.fresh(name.name)
         assigns = [self.assignment(v, result, arm.expr or arm, f"local '{name.name}'") for v, arm in zip(values, arms)]
         chain: tuple = (ir.Assign(result_name, assigns[-1], _loc(sw.otherwise)),)
@@ -775,17 +781,19 @@ class Checker:
             base = {"/": "div", "//": "idiv", "%": "mod"}.get(e.op) or BINARY_ARITH[e.op]
             return self.op(arith_op(base, F64), self.convert(left, F64, e.left), self.convert(right, F64, e.right), loc=e)
         width = self.integer_common(e, lw, rw)
+        if width is None:
+            return Invalid(_loc(e))
         base = {"//": "idiv", "%": "mod"}.get(e.op) or BINARY_ARITH[e.op]
         return self.op(arith_op(base, width), self.convert(left, width, e.left), self.convert(right, width, e.right), loc=e)
 
-    def integer_common(self, e, lw: Width, rw: Width) -> Width:
+    def integer_common(self, e, lw: Width, rw: Width) -> Optional[Width]:
         if lw == rw:
             return lw
         if lw.is_signed == rw.is_signed:
             return I64 if lw.is_signed else U64
         self.error(e, f"`{e.op}` mixes {_width_name(lw)} and {_width_name(rw)}",
                    "convert one explicitly: nupp.math.u32.fromI32 / nupp.math.i32.fromU32, or widen both")
-        raise CheckError
+        return None
 
     def comparison(self, e: ast.BinOp, left, right):
         left, right = self.settle_pair(left, right)
@@ -1032,6 +1040,26 @@ def _loc(node) -> ir.Loc:
     if span is None:
         return getattr(node, "loc", ir.NO_LOC)
     return ir.Loc(span.line, span.col)
+
+
+def _identifiers(node) -> frozenset:
+    """Every name a function's source mentions (locals, parameters, references)."""
+    found: set[str] = set()
+
+    def visit(value):
+        if isinstance(value, (ast.Name,)):
+            found.add(value.id)
+        elif isinstance(value, ast.Param):
+            found.add(value.name)
+        if isinstance(value, tuple):
+            for item in value:
+                visit(item)
+        elif is_dataclass(value) and not isinstance(value, ast.Span):
+            for f in fields(value):
+                visit(getattr(value, f.name))
+
+    visit(node)
+    return frozenset(found)
 
 
 def _aot_attribute(stat) -> bool:

@@ -3,6 +3,7 @@
     nupp run FILE.nupp [--aot on|off] [ARGS...]   run a host script
     nupp check FILE.nupp                          report diagnostics
     nupp emit --lua FILE.nupp                     print the ordinary translation
+    nupp emit --ir [--after STAGE] FILE.nupp      print the scalar IR (after a pipeline stage)
     nupp --version
 
 Exit status: 0 success, 1 the program or its source is wrong, 2 bad usage,
@@ -20,10 +21,10 @@ from pathlib import Path
 
 import nupp
 from nupp.frontend.diagnostics import Diagnostic, InternalError, NuppError, Source
-from nupp.frontend.parser import parse
 from nupp.frontend.to_lua import translate
-from nupp.frontend.validate import validate
+from nupp.pipeline import STAGES, compile_module
 from nupp.runtime.host import Host, LuaRunError, display_path
+from nupp.scalar_ir.text import print_module
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
@@ -44,14 +45,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="arguments passed to the script as `...` (nupp's own options may come "
                           "first; put script arguments after `--` if they look like options)")
 
-    check = sub.add_parser("check", help="parse and check a module, reporting diagnostics",
-                           description="Parse and check a .nupp module; exit 0 only when it is clean.")
+    check = sub.add_parser("check", help="check a module, reporting every diagnostic",
+                           description="Parse and check a .nupp module, lower its @aot functions to "
+                                       "verified IR; exit 0 only when it is clean.")
     check.add_argument("file", help="the .nupp module")
 
     emit = sub.add_parser("emit", help="print what nupp makes of a module",
                           description="Print a translation of a .nupp module.")
-    emit.add_argument("--lua", action="store_true", required=True,
+    what = emit.add_mutually_exclusive_group(required=True)
+    what.add_argument("--lua", action="store_true",
                       help="the Lua 5.1 that LuaJIT runs for ordinary execution")
+    what.add_argument("--ir", action="store_true", help="the scalar IR of the @aot functions")
+    emit.add_argument("--after", choices=STAGES, default=None,
+                      help="with --ir: the IR after this stage (default: after the last)")
     emit.add_argument("file", help="the .nupp module")
     return parser
 
@@ -137,13 +143,16 @@ def cmd_run(args) -> int:
 
 
 def cmd_check(args) -> int:
-    source = _read_source(args.file)
-    validate(source, parse(source))
+    compile_module(_read_source(args.file))
     return EXIT_OK
 
 
 def cmd_emit(args) -> int:
-    sys.stdout.write(translate(_read_source(args.file)))
+    source = _read_source(args.file)
+    if args.ir:
+        sys.stdout.write(print_module(compile_module(source, after=args.after)))
+    else:
+        sys.stdout.write(translate(source))
     return EXIT_OK
 
 
