@@ -99,3 +99,19 @@ def test_run_options_may_follow_the_file_and_script_args_follow_them(tmp_path):
     assert nupp_cmd("run", "main.nupp", "--aot=off", "--", "--aot", cwd=tmp_path).stdout == "--aot\n"
     bad = nupp_cmd("run", "main.nupp", "--aot", "maybe", cwd=tmp_path)
     assert bad.returncode == 2 and "on or off" in bad.stderr
+
+
+def test_check_reports_subset_refusals(tmp_path):
+    (tmp_path / "k.nupp").write_text('@aot\nlocal function f(a: int32, b: uint32): int32\n    return a + b\nend\n')
+    proc = nupp_cmd("check", "k.nupp", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("k.nupp:3:12: error: `+` mixes int32 and uint32")
+
+
+def test_emit_ir_after_each_stage(tmp_path):
+    (tmp_path / "k.nupp").write_text("@aot\nlocal function f(a: int32): int32\n    return a + (2 * 3)\nend\n")
+    lowered = nupp_cmd("emit", "--ir", "--after", "lower", tmp_path / "k.nupp")
+    folded = nupp_cmd("emit", "--ir", tmp_path / "k.nupp")
+    assert "add.i32(%a, mul.i32(2:i32, 3:i32))" in lowered.stdout
+    assert "add.i32(%a, 6:i32)" in folded.stdout
+    assert nupp_cmd("emit", "--ir", "--after", "nope", tmp_path / "k.nupp").returncode == 2
