@@ -109,9 +109,10 @@ def test_check_reports_subset_refusals(tmp_path):
 
 
 def test_emit_ir_after_each_stage(tmp_path):
-    (tmp_path / "k.nupp").write_text("@aot\nlocal function f(a: int32): int32\n    return a + (2 * 3)\nend\n")
+    (tmp_path / "k.nupp").write_text("@aot\nlocal function f(a: int32): int32\n"
+                                     "    return a + nupp.math.i32.wrap(6.5)\nend\n")
     lowered = nupp_cmd("emit", "--ir", "--after", "lower", tmp_path / "k.nupp")
     folded = nupp_cmd("emit", "--ir", tmp_path / "k.nupp")
-    assert "add.i32(%a, mul.i32(2:i32, 3:i32))" in lowered.stdout
+    assert "add.i32(%a, wrap.f64.i32(6.5:f64))" in lowered.stdout
     assert "add.i32(%a, 6:i32)" in folded.stdout
     assert nupp_cmd("emit", "--ir", "--after", "nope", tmp_path / "k.nupp").returncode == 2
