@@ -373,7 +373,7 @@ class Checker:
         else:
             converted = self.settle(expr, I32 if isinstance(expr, Literal) else None)
             if converted.width is not None and not converted.width.is_int:
-                self.error(value, f"cannot store a {_width_name(converted.width)} in integer {what}",
+                self.error(value, f"cannot store {_a(converted.width)} in integer {what}",
                            CONVERSION_HINTS.get(storage.load_width, "convert it explicitly"))
                 raise CheckError
             if isinstance(expr, Literal) and not self.literal_fits(expr, I64 if storage.signed else U64):
@@ -404,7 +404,7 @@ class Checker:
     def condition(self, node) -> ir.Expr:
         expr = self.settle(self.expr(node), None)
         if expr.width is not None and expr.width != BOOL:
-            self.error(node, f"a condition must be a boolean, not a {_width_name(expr.width)}",
+            self.error(node, f"a condition must be a boolean, not {_a(expr.width)}",
                        "compare it, e.g. `x ~= 0`")
         return expr
 
@@ -441,7 +441,7 @@ class Checker:
     def i32_operand(self, node, what: str) -> ir.Expr:
         expr = self.settle(self.expr(node), I32)
         if expr.width not in (I32, None):
-            self.error(node, f"{what} must be an int32, not a {_width_name(expr.width)}",
+            self.error(node, f"{what} must be an int32, not {_a(expr.width)}",
                        "the loop counter is int32: use #span, an int32 value or an integer literal")
         return expr
 
@@ -486,7 +486,7 @@ class Checker:
         result = self.fs.result
         if not s.values:
             if result is not None:
-                self.error(s, f"'{self.fs.fn_name}' must return a {_width_name(result)}")
+                self.error(s, f"'{self.fs.fn_name}' must return {_a(result)}")
             return [ir.Return(None, _loc(s))]
         if result is None:
             self.error(s.values[0], f"'{self.fs.fn_name}' is declared to return nothing (nil)")
@@ -543,8 +543,8 @@ class Checker:
             return []
         selector = self.settle(self.expr(sw.subject), None)
         if selector.width not in (F64, I32, U32, None):
-            self.error(sw.subject, f"a switch selector must be a number, int32 or uint32, not a "
-                       f"{_width_name(selector.width)}")
+            self.error(sw.subject, f"a switch selector must be a number, int32 or uint32, not "
+                       f"{_a(selector.width)}")
             return []
         if sw.otherwise is None:
             self.error(sw, "this switch is not exhaustive: add an `else -> value` arm")
@@ -726,7 +726,7 @@ class Checker:
         if e.op == "not":
             operand = self.settle(operand, None)
             if operand.width not in (BOOL, None):
-                return self.refuse(e, f"`not` takes a boolean, not a {_width_name(operand.width)}")
+                return self.refuse(e, f"`not` takes a boolean, not {_a(operand.width)}")
             return self.op("not.bool", operand, loc=e)
         if e.op == "-":
             if isinstance(operand, Literal):
@@ -766,7 +766,7 @@ class Checker:
         for side in (e.left, e.right):
             v = self.settle(self.expr(side), None)
             if v.width not in (BOOL, None):
-                self.error(side, f"`{e.op}` takes booleans, not a {_width_name(v.width)}",
+                self.error(side, f"`{e.op}` takes booleans, not {_a(v.width)}",
                            "compare it, e.g. `x ~= 0`")
                 v = Invalid(_loc(side))
             operands.append(v)
@@ -801,7 +801,7 @@ class Checker:
         base = COMPARE_OPS[e.op]
         if BOOL in (lw, rw):
             if lw != rw or base not in ("eq", "ne"):
-                return self.refuse(e, f"`{e.op}` cannot compare a {_width_name(lw)} with a {_width_name(rw)}")
+                return self.refuse(e, f"`{e.op}` cannot compare {_a(lw)} with {_a(rw)}")
             return self.op(f"{base}.bool", left, right, loc=e)
         cw_left, cw_right = comparison_widths(lw, rw)
         return self.op(compare_op(base, cw_left, cw_right), self.convert(left, cw_left, e.left),
@@ -855,15 +855,14 @@ class Checker:
         if value.width in (I32, I64, U64):
             return value
         hint = "wrap it first: nupp.math.i32.wrap(x)" if value.width == F64 else None
-        return self.refuse(node, f"a bitwise operand must be a 32- or 64-bit integer, not a "
-                           f"{_width_name(value.width)}", hint)
+        return self.refuse(node, f"a bitwise operand must be a 32- or 64-bit integer, not {_a(value.width)}", hint)
 
     def power(self, e: ast.BinOp, base, exponent):
         if not (isinstance(exponent, Literal) and exponent.is_integer and 0 <= exponent.value <= MAX_POWER):
             return self.refuse(e.right, f"the exponent of `^` must be an integer literal from 0 to {MAX_POWER}")
         base = self.settle(base, F64)
         if base.width not in (F64, F32):
-            return self.refuse(e.left, f"`^` takes a binary64 base, not a {_width_name(base.width)}")
+            return self.refuse(e.left, f"`^` takes a binary64 base, not {_a(base.width)}")
         x = self.convert(base, F64, e.left)
         if exponent.value == 0:
             return ir.Const(1.0, F64, _loc(e))
@@ -914,7 +913,7 @@ class Checker:
         if want == F64 and promotable and (opcode in ENTRY_CONVERSIONS or opcode.endswith(".f64")):
             return self.convert(arg, F64, node)
         hint = CONVERSION_HINTS.get(want) if arg.width == F64 else None
-        return self.refuse(node, f"{name} takes a {_width_name(want)}, not a {_width_name(arg.width)}", hint)
+        return self.refuse(node, f"{name} takes {_a(want)}, not {_a(arg.width)}", hint)
 
     def function_call(self, e: ast.Call, name: str):
         params, result = self.signatures[name]
@@ -964,7 +963,7 @@ class Checker:
 
     def literal_fits(self, lit: Literal, width: Width) -> bool:
         if not lit.is_integer:
-            self.error(lit.node, f"{_literal_text(lit)} is not an integer, but a {_width_name(width)} is expected",
+            self.error(lit.node, f"{_literal_text(lit)} is not an integer, but {_a(width)} is expected",
                        CONVERSION_HINTS.get(width))
             return False
         if not integer_fits(int(lit.value), width):
@@ -979,7 +978,7 @@ class Checker:
         if isinstance(value, Invalid) or value.width == width:
             return value
         if (value.width, width) not in CONVERSIONS:
-            return self.refuse(node, f"a {_width_name(value.width)} cannot be used as a {_width_name(width)}")
+            return self.refuse(node, f"{_a(value.width)} cannot be used as {_a(width)}")
         return ir.Op(conversion_name(value.width, width), (value,), value.loc)
 
     def assignment(self, value, width: Width, node, what: str, narrowing: bool = True):
@@ -993,7 +992,7 @@ class Checker:
                    or (width == I64 and src in (I32, U32)) or (width == U64 and src == U32))
         if not allowed:
             hint = CONVERSION_HINTS.get(width) if src == F64 else _integer_hint(src, width)
-            return self.refuse(node, f"cannot assign a {_width_name(src)} to {what} ({_width_name(width)})", hint)
+            return self.refuse(node, f"cannot assign {_a(src)} to {what} ({_width_name(width)})", hint)
         return ir.Op(conversion_name(src, width), (value,), value.loc)
 
     def op(self, name: str, *args, loc) -> ir.Expr:
@@ -1064,6 +1063,12 @@ def _identifiers(node) -> frozenset:
 
 def _aot_attribute(stat) -> bool:
     return any(a.name == "aot" for a in stat.attributes)
+
+
+def _a(width: Optional[Width]) -> str:
+    """'an int32', 'a uint32', 'a number': the width's name with its article."""
+    name = _width_name(width)
+    return ("an " if name.startswith("int") else "a ") + name
 
 
 def _width_name(width: Optional[Width]) -> str:

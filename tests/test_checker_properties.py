@@ -23,7 +23,8 @@ def typed(width: str, depth: int):
     """Nupp expression text of the given width, well-typed by construction."""
     leaf = st.just(VARS[width])
     if width == "i32":
-        leaf = st.one_of(leaf, st.integers(-2**31, 2**31 - 1).map(lambda v: f"({v})"))
+        # a literal alone is binary64; next to an int32 it takes that width
+        leaf = st.one_of(leaf, st.integers(-2**31, 2**31 - 1).map(lambda v: f"(a ~ ({v}))"))
     elif width == "f64":
         leaf = st.one_of(leaf, st.sampled_from(["0.5", "1e300", "(-0.0)", "3.0"]))
     if depth <= 0:
