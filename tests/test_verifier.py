@@ -501,7 +501,7 @@ def test_undeclared():
 
 def test_redeclared():
     expect(scalar(Let("x", I32, c(1)), Let("x", I32, c(2))), "redeclared", "%x")
-    expect(module(function(params=(N, N))), "redeclared", "%n")
+    expect(module(function(params=(N, N))), "unique-name", "%n")
 
 
 def test_break_outside_loop():

@@ -271,7 +271,7 @@ class _FunctionVerifier:
         self.loops: list[_Loop] = []            # enclosing For/While, innermost last
         self.span_fors: list[ir.For] = []       # enclosing For loops over spans
         self.stmt: object = None                # the statement being checked
-        self.seen_loop = False                  # a function-level loop has begun
+        self.seen_loop = False                  # a loop (at any depth) has begun
         self.same_length: dict[str, str] = {}   # union-find over span names (asserted equal)
         self.bounds_checked: set = set()
 
@@ -303,7 +303,7 @@ class _FunctionVerifier:
         scope: dict[str, _Binding] = {}
         for p in self.fn.params:
             if p.name in scope:
-                self.err("redeclared", f"parameter %{p.name} is declared more than once", p)
+                self.err("unique-name", f"parameter %{p.name} is declared more than once", p)
             if isinstance(p.type, ir.SpanType):
                 if self.module.struct(p.type.struct) is None:
                     self.err("param-type", f"span parameter %{p.name} has element type "
@@ -445,8 +445,7 @@ class _FunctionVerifier:
                 and integer_fits(s.step, Width.I32)):
             self.err("for-counter", f"the step of the loop over %{s.var} is {s.step!r}, "
                      "not a non-zero int32 literal", s)
-        if top:
-            self.seen_loop = True
+        self.seen_loop = True  # a loop at any depth comes before what follows it
         over_spans = _loop_over_spans(s)
         self.loops.append(_Loop(s))
         if over_spans:
@@ -461,8 +460,7 @@ class _FunctionVerifier:
 
     def stmt_While(self, s: ir.While, state, top):
         self.condition(s.cond, state, "while")
-        if top:
-            self.seen_loop = True
+        self.seen_loop = True
         loop = _Loop(s)
         self.loops.append(loop)
         self.block(s.body, state)
