@@ -476,8 +476,8 @@ class Checker:
         return [ir.Break(_loc(s))]
 
     def stat_Return(self, s: ast.Return) -> list:
-        if any(loop is not None for loop in self.fs.loops):
-            self.error(s, "return inside a counted loop is outside the AOT subset",
+        if any(bound for _, bound in self.fs.counters):
+            self.error(s, "return inside a loop over spans is outside the AOT subset",
                        "set a local and break, then return after the loop")
             return []
         if len(s.values) > 1:

@@ -71,7 +71,8 @@ REFUSALS = [
     ("local v = x ^ a", 1, 15, ["exponent", "integer literal"]),
     ("local v = x ^ 17", 1, 15, ["exponent", "0 to 16"]),
     ("local v = x .. x", 1, 11, ["concatenation"]),
-    ("for i = 1, #out do\n    return\nend", 2, 5, ["return inside a counted loop"]),
+    ("for i = 1, #out do\n    return\nend", 2, 5, ["return inside a loop over spans"]),
+    ("for i = 1, #out do\n    while true do\n        return\n    end\nend", 3, 9, ["return inside a loop over spans"]),
     ('for i = 1, #out do\n    assert(a == 1, "no")\nend', 2, 5, ["assert", "before the first loop"]),
     ('local m = "no"\nassert(a == 1, m)', 1, 11, ["strings"]),
     ("local function h() end", 1, 1, ["closures"]),
@@ -124,6 +125,10 @@ def test_all_errors_of_a_file_are_collected():
     with pytest.raises(NuppError) as err:
         check('local s = "a"\nlocal t = {}\nlocal v: int32 = x\nlocal u = a + b')
     assert [d.line - BODY_LINE + 1 for d in err.value.diagnostics] == [1, 2, 3, 4]
+
+
+def test_return_inside_a_loop_over_a_plain_range_is_admitted():
+    check("for k = 1, a do\n    if k == 3 then\n        return\n    end\nend")
 
 
 def test_clean_body_checks():
