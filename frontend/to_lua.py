@@ -19,7 +19,7 @@ node that slips through, so nothing is emitted half-translated.
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 from nupp.frontend import ast
 from nupp.frontend.aot_to_lua import OPS_TABLE, AotToLua
@@ -30,16 +30,29 @@ from nupp.frontend.printer import LuaWriter
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
 from nupp.frontend.validate import validate
 
+NATIVE_MODULE = "__nupp_native"
 BIT_FUNCTIONS = {"&": "band", "|": "bor", "~": "bxor", "<<": "lshift", ">>": "rshift"}
 
 
 
-def translate(source: Source) -> str:
-    """Lua source for a Nupp module, line for line."""
+@dataclass(frozen=True)
+class NativeModule:
+    """A module's compiled library, for `--aot on`: where it is, its prototypes,
+    its error texts by status, and each @aot function's symbol and result type."""
+
+    library: str
+    cdef: str
+    errors: tuple[str, ...]
+    functions: dict  # Nupp name -> (C symbol, result cdef type or None)
+
+
+def translate(source: Source, native: NativeModule | None = None) -> str:
+    """Lua source for a Nupp module, line for line.  With `native`, its @aot
+    functions call the compiled library; without, they run their IR as Lua."""
     chunk = parse(source)
     validate(source, chunk)
     module = check_module(source, chunk)
-    lowered = ToLua(source, module).chunk(chunk)
+    lowered = ToLua(source, module, native).chunk(chunk)
     return LuaWriter().chunk(lowered)
 
 
@@ -91,9 +104,10 @@ def _end_span(node) -> ast.Span:
 class ToLua:
     """The rewrite; one method per Nupp-only construct, everything else rebuilt as is."""
 
-    def __init__(self, source: Source, module):
+    def __init__(self, source: Source, module, native: NativeModule | None = None):
         self.source = source
         self.module = module  # the checked IR of the @aot functions
+        self.native = native
         self.counter = 0
         self.vararg_stack = [True]  # the main chunk is a vararg function
         self.structs: set[str] = set()
@@ -105,7 +119,16 @@ class ToLua:
     # ---- generic traversal
     def chunk(self, chunk: ast.Chunk) -> ast.Chunk:
         body = self.block(chunk.body)
-        return ast.Chunk(ast.Block((_prelude(),) + body.stats, body.span), chunk.span)
+        prelude = (_prelude(),) + ((self.native_prelude(),) if self.native else ())
+        return ast.Chunk(ast.Block(prelude + body.stats, body.span), chunk.span)
+
+    def native_prelude(self) -> ast.Local:
+        """`local __nupp_native = __nupp.native.load(library, cdef, errors)` on line 1."""
+        top = ast.Span(1, 1, 1, 1)
+        errors = _table([(None, _str(e, top)) for e in self.native.errors], top)
+        load = ast.Call(ast.Field(ast.Field(_name("__nupp", top), "native", top), "load", top),
+                        (_str(self.native.library, top), _str(self.native.cdef, top), errors), top)
+        return ast.Local((ast.Param(NATIVE_MODULE, span=top),), (load,), top)
 
     def block(self, block: ast.Block) -> ast.Block:
         stats: list = []
@@ -203,14 +226,21 @@ class ToLua:
         return [out, self.aot_registration(target, ".".join(s.path), s)]
 
     def aot_registration(self, target, name: str, s) -> ast.Assign:
-        """`f = __nupp.aot(f, "f", {params}, "result", {options})` after the definition."""
+        """After the definition: `f = __nupp.aot(f, "f", {params}, "result", {options})`,
+        or with native code `f = __nupp.native.bind(lib, "symbol", "f", ..., "ctype")`."""
         span = _end_span(s)
         params = _table([(None, self.param_descriptor(p, span)) for p in s.func.params], span)
         result = _str(s.func.returns.name, span)
         options = _table([(key, value) for attr in s.attributes for key, value in attr.args], span)
-        call = ast.Call(ast.Field(_name("__nupp", span), "aot", span),
-                        (target, _str(name, span), params, result, options), span)
-        return ast.Assign((target,), (call,), span)
+        if self.native is None:
+            call = ast.Call(ast.Field(_name("__nupp", span), "aot", span),
+                            (target, _str(name, span), params, result, options), span)
+            return ast.Assign((target,), (call,), span)
+        symbol, ctype = self.native.functions[name]
+        bind = ast.Field(ast.Field(_name("__nupp", span), "native", span), "bind", span)
+        args = (_name(NATIVE_MODULE, span), _str(symbol, span), _str(name, span), params, result, options,
+                _str(ctype, span) if ctype else ast.Nil(span))
+        return ast.Assign((target,), (ast.Call(bind, args, span),), span)
 
     def param_descriptor(self, p: ast.Param, span: ast.Span) -> ast.Table:
         kind = p.type.path[-1]

@@ -1,9 +1,10 @@
 """The `nupp` command line.
 
-    nupp run FILE.nupp [--aot on|off] [ARGS...]   run a host script
+    nupp run FILE.nupp [--aot on|off] [--mode interp|scalar] [--cc gcc|clang] [ARGS...]
     nupp check FILE.nupp                          report diagnostics
     nupp emit --lua FILE.nupp                     print the ordinary translation
     nupp emit --ir [--after STAGE] FILE.nupp      print the scalar IR (after a pipeline stage)
+    nupp emit --c FILE.nupp                       print the C of the @aot functions
     nupp --version
 
 Exit status: 0 success, 1 the program or its source is wrong, 2 bad usage,
@@ -23,7 +24,7 @@ import nupp
 from nupp.frontend.diagnostics import Diagnostic, InternalError, NuppError, Source
 from nupp.frontend.to_lua import translate
 from nupp.pipeline import STAGES, compile_module
-from nupp.runtime.host import Host, LuaRunError, display_path
+from nupp.runtime.host import MODES, Host, LuaRunError, display_path
 from nupp.scalar_ir.text import print_module
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
@@ -39,8 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Run a Nupp host script; its folder is on the require path.")
     run.add_argument("file", help="the .nupp script")
     run.add_argument("--aot", choices=("on", "off"), default="off",
-                     help="run @aot functions as native code (on) or as ordinary Nupp (off, the default "
-                          "until the native backend lands)")
+                     help="run @aot functions as native code (on, the default) or as ordinary Nupp (off)")
+    run.add_argument("--mode", choices=MODES, default=None,
+                     help="how @aot functions run: interp (ordinary Nupp) or scalar (compiled C); "
+                          "--aot on picks the best native mode, --aot off means interp")
+    run.add_argument("--cc", default="gcc", help="the C compiler for native code (gcc or clang)")
     run.add_argument("args", nargs=argparse.REMAINDER,
                      help="arguments passed to the script as `...` (nupp's own options may come "
                           "first; put script arguments after `--` if they look like options)")
@@ -56,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--lua", action="store_true",
                       help="the Lua 5.1 that LuaJIT runs for ordinary execution")
     what.add_argument("--ir", action="store_true", help="the scalar IR of the @aot functions")
+    what.add_argument("--c", action="store_true", help="the C generated for the @aot functions")
     emit.add_argument("--after", choices=STAGES, default=None,
                       help="with --ir: the IR after this stage (default: after the last)")
     emit.add_argument("file", help="the .nupp module")
@@ -98,6 +103,9 @@ def _read_source(path: str) -> Source:
         raise NuppError([Diagnostic(Source(path, ""), 1, 1, f"cannot read '{path}': {reason}")]) from None
 
 
+RUN_OPTIONS = {"--aot": ("on", "off"), "--mode": MODES, "--cc": None}
+
+
 def _take_run_options(args) -> None:
     """Accept `nupp run FILE --aot off x y`: nupp's options may follow FILE, before the script's."""
     rest = list(args.args)
@@ -106,17 +114,26 @@ def _take_run_options(args) -> None:
             rest.pop(0)
             break
         key, eq, value = rest[0].partition("=")
-        if key != "--aot":
+        if key not in RUN_OPTIONS:
             break
         if not eq:
             if len(rest) < 2:
-                raise _UsageError("--aot needs a value: on or off")
+                raise _UsageError(f"{key} needs a value")
             value = rest.pop(1)
-        if value not in ("on", "off"):
-            raise _UsageError(f"--aot takes on or off, not '{value}'")
-        args.aot = value
+        choices = RUN_OPTIONS[key]
+        if choices is not None and value not in choices:
+            raise _UsageError(f"{key} takes {' or '.join(choices)}, not '{value}'")
+        setattr(args, key[2:], value)
         rest.pop(0)
     args.args = rest
+
+
+def _run_mode(args) -> str:
+    if args.mode is None:
+        return "scalar" if args.aot == "on" else "interp"
+    if args.aot == "off" and args.mode != "interp":
+        raise _UsageError(f"--aot off runs ordinary Nupp; it cannot be combined with --mode {args.mode}")
+    return args.mode
 
 
 class _UsageError(Exception):
@@ -125,12 +142,9 @@ class _UsageError(Exception):
 
 def cmd_run(args) -> int:
     _take_run_options(args)
-    if args.aot == "on":
-        print("nupp: --aot on needs the native backend, which this version of nupp does not have yet;\n"
-              "      run with --aot off to execute @aot functions as ordinary Nupp", file=sys.stderr)
-        return EXIT_USAGE
+    mode = _run_mode(args)
     source = _read_source(args.file)
-    host = Host(search_path=[Path(args.file).resolve().parent])
+    host = Host(search_path=[Path(args.file).resolve().parent], mode=mode, cc=args.cc)
     sys.stdout.flush()
     try:
         host.run_source(source, tuple(args.args))
@@ -151,6 +165,9 @@ def cmd_emit(args) -> int:
     source = _read_source(args.file)
     if args.ir:
         sys.stdout.write(print_module(compile_module(source, after=args.after)))
+    elif args.c:
+        from nupp.emit_c.scalar import emit_module
+        sys.stdout.write(emit_module(compile_module(source), source.path).source)
     else:
         sys.stdout.write(translate(source))
     return EXIT_OK

@@ -14,7 +14,7 @@ from pathlib import Path
 from lupa import luajit21
 
 from nupp.frontend.diagnostics import NuppError, Source
-from nupp.frontend.to_lua import translate
+from nupp.frontend.to_lua import NativeModule, translate
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
@@ -69,11 +69,19 @@ end
 """
 
 
-class Host:
-    """A Nupp program's world: a LuaJIT state and its module search path."""
+MODES = ("interp", "scalar")
 
-    def __init__(self, search_path: list[Path] | None = None):
+
+class Host:
+    """A Nupp program's world: a LuaJIT state, its module search path, and how
+    `@aot` functions run: "interp" (their IR as Lua) or "scalar" (compiled C)."""
+
+    def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc"):
+        if mode not in MODES:
+            raise ValueError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
         self.lua = new_lua_runtime()
+        self.mode = mode
+        self.cc = cc
         self.search_path = [Path(p) for p in (search_path or [])]
         self.module_error: Exception | None = None  # raised in Python once Lua unwinds
         self._run_chunk = self.lua.eval(_RUN_CHUNK)
@@ -85,8 +93,24 @@ class Host:
         self.run_source(source, args)
 
     def run_source(self, source: Source, args: tuple = ()) -> None:
-        lua_text = translate(source)
-        self._run(lua_text, source.path, args)
+        self._run(self.translate(source), source.path, args)
+
+    def translate(self, source: Source) -> str:
+        """The Lua for a module in this host's mode (compiling its @aot functions if native)."""
+        return translate(source, self._native(source) if self.mode == "scalar" else None)
+
+    def _native(self, source: Source) -> NativeModule | None:
+        from nupp.emit_c.scalar import emit_module
+        from nupp.pipeline import compile_module
+        from nupp.runtime.native import build_library, find_toolchain
+
+        module = compile_module(source)
+        if not module.functions:
+            return None
+        c_module = emit_module(module, source.path)
+        library = build_library(c_module.source, find_toolchain(self.cc), source.path)
+        return NativeModule(str(library), c_module.cdef, c_module.errors,
+                            {f.name: (f.symbol, f.result) for f in c_module.functions})
 
     def run_lua(self, text: str, chunkname: str = "=lua", args: tuple = ()) -> None:
         """Run plain Lua (no translation), e.g. as an oracle for the translator."""
@@ -136,7 +160,7 @@ class Host:
         if path.suffix == ".lua":
             return path.read_text(), chunkname
         try:
-            return translate(Source.from_file(display_path(path))), chunkname
+            return self.translate(Source.from_file(display_path(path))), chunkname
         except Exception as err:  # noqa: BLE001 - re-raised whole once Lua unwinds
             # Keep the diagnostics whole for the user; Lua only learns that it failed.
             self.module_error = err

@@ -54,10 +54,10 @@ def test_error_in_a_required_module_names_that_module(tmp_path):
     assert proc.returncode == 1 and proc.stderr.startswith("lib.nupp:1:11: error:")
 
 
-def test_aot_on_says_it_needs_the_native_backend(tmp_path):
+def test_aot_off_cannot_be_combined_with_a_native_mode(tmp_path):
     (tmp_path / "main.nupp").write_text("print(1)\n")
-    proc = nupp_cmd("run", tmp_path / "main.nupp", "--aot", "on")
-    assert proc.returncode != 0 and "native backend" in proc.stderr and proc.stdout == ""
+    proc = nupp_cmd("run", tmp_path / "main.nupp", "--aot", "off", "--mode", "scalar")
+    assert proc.returncode == 2 and "cannot be combined" in proc.stderr and proc.stdout == ""
 
 
 def test_check_clean_and_dirty(tmp_path):

@@ -335,7 +335,17 @@ local function load_wrapper(source, name, env)
 end
 
 -- boundary.wrap(fn, name, params, ret[, opts]) -> the checking wrapper.
+-- boundary.signatures[wrapped] = {name=, params=, result=}: what a wrapped
+-- function takes, for hosts that build arguments (the Python API).
+boundary.signatures = setmetatable({}, { __mode = "k" })
+
 function boundary.wrap(fn, name, params, ret, opts)
+    local wrapped = boundary.wrap_unregistered(fn, name, params, ret, opts)
+    boundary.signatures[wrapped] = { name = name, params = params, result = ret }
+    return wrapped
+end
+
+function boundary.wrap_unregistered(fn, name, params, ret, opts)
     opts = opts or {}
     if type(name) ~= "string" then signature_error("name must be a string") end
     if type(params) ~= "table" then signature_error("params of '%s' must be a table", name) end

@@ -15,6 +15,7 @@ local math_rt = load_part("math")
 local mem = load_part("mem", math_rt)
 local boundary = load_part("boundary", math_rt, mem)
 local ops = load_part("ops", math_rt)
+local native = load_part("native", boundary)
 
 nupp = {
     math = {
@@ -30,6 +31,7 @@ __nupp = {
     boundary = boundary,
     struct = mem.struct,
     ops = ops,   -- the scalar IR's ops, for ordinary execution of @aot functions
+    native = native,  -- compiled @aot functions
 }
 
 -- ---- support for translated code (frontend/to_lua.py) ----------------------

@@ -1,0 +1,126 @@
+"""The Python API: Nupp kernels called from Python with NumPy arrays.
+
+    kernels = nupp.load("kernels.nupp")            # mode "scalar" (native C) or "interp"
+    pixels = numpy.zeros(n, dtype=kernels.dtype("Pixel"))
+    kernels.mandelbrot(out, pixels, 256)
+
+A structured array whose dtype is the struct's (same fields, types and
+offsets) is a span: a writable array can be a `span.WriteSpan`, any array a
+`span.Span`.  The call goes through the same host boundary as a call from
+Nupp code (runtime/lua/boundary.lua), so it checks and converts arguments and
+raises the same errors, as `NuppRuntimeError`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from nupp.frontend.diagnostics import Source
+from nupp.runtime.host import Host, LuaRunError, display_path
+
+# struct field storage -> NumPy scalar type (native byte order, as the C layout)
+FIELD_DTYPES = {"float": np.float32, "number": np.float64, "double": np.float64, "int8": np.int8,
+                "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "int32": np.int32,
+                "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64}
+
+
+class NuppRuntimeError(Exception):
+    """A Nupp run-time error (a refused argument, a failed assert, ...) raised in a call."""
+
+
+_LOAD_MODULE = """
+function(text, chunkname)
+    local chunk = assert(loadstring(text, chunkname))
+    return chunk()
+end
+"""
+
+_CALL = """
+function(fn, ...)
+    local results = {pcall(fn, ...)}
+    if not results[1] then return false, tostring(results[2]) end
+    local r = results[2]
+    if type(r) == "cdata" then return true, "int64", (tostring(r):gsub("U?LL$", "")) end
+    return true, "value", r
+end
+"""
+
+_SPAN_FOR = """
+function(T, address, n, writable, owner)
+    return __nupp.mem.span_at(T, address, n, writable, owner)
+end
+"""
+
+
+class NuppModule:
+    """A loaded .nupp module: its @aot functions as Python callables, its structs as dtypes."""
+
+    def __init__(self, path: str | Path, mode: str = "scalar", cc: str = "gcc"):
+        path = Path(path)
+        self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc)
+        lua = self._host.lua
+        source = Source.from_file(display_path(path))
+        exports = lua.eval(_LOAD_MODULE)(self._host.translate(source), "@" + source.path)
+        self._call = lua.eval(_CALL)
+        self._span_for = lua.eval(_SPAN_FOR)
+        self._signatures = lua.eval("__nupp.boundary.signatures")
+        self._struct_info = lua.eval("__nupp.mem.struct_info")
+        self._exports = dict(exports.items()) if exports is not None else {}
+        self._dtypes: dict[str, np.dtype] = {}
+        for name, value in self._exports.items():
+            info = self._struct_info(value)
+            if info is not None:
+                self._dtypes[name] = struct_dtype(info)
+
+    def dtype(self, struct: str) -> np.dtype:
+        """The NumPy dtype of a struct the module exports."""
+        return self._dtypes[struct]
+
+    def __getattr__(self, name: str):
+        fn = self._exports.get(name)
+        signature = self._signatures[fn] if fn is not None else None
+        if signature is None:
+            raise AttributeError(f"the module exports no @aot function '{name}'")
+        return lambda *args: self._invoke(fn, signature, args)
+
+    def _invoke(self, fn, signature, args):
+        lua_args = [self._argument(signature, i, a) for i, a in enumerate(args)]
+        ok, kind, value = (tuple(self._call(fn, *lua_args)) + (None, None))[:3]
+        if not ok:
+            raise NuppRuntimeError(kind)
+        if kind == "int64":
+            return int(value)
+        return value
+
+    def _argument(self, signature, index: int, value):
+        params = signature["params"]
+        param = params[index + 1] if index + 1 <= len(params) else None
+        if not isinstance(value, np.ndarray):
+            return value
+        span_type = param["type"] if param is not None else None
+        if span_type is None or isinstance(span_type, str):
+            return value  # the boundary refuses it with its own words
+        struct = span_type["span"]
+        want = struct_dtype(self._struct_info(struct))
+        if value.dtype != want or value.ndim != 1 or not value.flags.c_contiguous:
+            name = self._struct_info(struct)["name"]
+            raise NuppRuntimeError(
+                f"bad argument #{index + 1} to '{signature['name']}' (a contiguous 1-d array of the "
+                f"dtype of {name} expected, got {value.ndim}-d array of dtype {value.dtype})")
+        return self._span_for(struct, value.ctypes.data, len(value), bool(value.flags.writeable), value)
+
+
+def struct_dtype(info) -> np.dtype:
+    """The NumPy dtype with a struct's exact layout (mem.struct_info)."""
+    fields = [info["fields"][i + 1] for i in range(len(info["fields"]))]
+    return np.dtype({"names": [f["name"] for f in fields],
+                     "formats": [FIELD_DTYPES[f["type"]] for f in fields],
+                     "offsets": [int(f["offset"]) for f in fields],
+                     "itemsize": int(info["size"])})
+
+
+def load(path: str | Path, mode: str = "scalar", cc: str = "gcc") -> NuppModule:
+    """Load a .nupp module for calls from Python."""
+    return NuppModule(path, mode, cc)
