@@ -232,14 +232,14 @@ class ToLua:
         params = _table([(None, self.param_descriptor(p, span)) for p in s.func.params], span)
         result = _str(s.func.returns.name, span)
         options = _table([(key, value) for attr in s.attributes for key, value in attr.args], span)
+        interpreted = ast.Call(ast.Field(_name("__nupp", span), "aot", span),
+                               (target, _str(name, span), params, result, options), span)
         if self.native is None:
-            call = ast.Call(ast.Field(_name("__nupp", span), "aot", span),
-                            (target, _str(name, span), params, result, options), span)
-            return ast.Assign((target,), (call,), span)
+            return ast.Assign((target,), (interpreted,), span)
         symbol, ctype = self.native.functions[name]
         bind = ast.Field(ast.Field(_name("__nupp", span), "native", span), "bind", span)
         args = (_name(NATIVE_MODULE, span), _str(symbol, span), _str(name, span), params, result, options,
-                _str(ctype, span) if ctype else ast.Nil(span))
+                _str(ctype, span) if ctype else ast.Nil(span), interpreted)
         return ast.Assign((target,), (ast.Call(bind, args, span),), span)
 
     def param_descriptor(self, p: ast.Param, span: ast.Span) -> ast.Table:

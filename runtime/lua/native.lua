@@ -12,13 +12,18 @@ local ffi = require("ffi")
 
 local native = {}
 local declared = {} -- cdef text -> true: ffi.cdef refuses a second declaration
+-- path -> library.  LuaJIT unloads a library when its handle is collected,
+-- which would leave every bound function pointing into unmapped code: the
+-- handles live as long as the state.
+local libraries = {}
 
 function native.load(path, cdef, errors)
     if not declared[cdef] then
         ffi.cdef(cdef)
         declared[cdef] = true
     end
-    return { lib = ffi.load(path), errors = errors }
+    libraries[path] = libraries[path] or ffi.load(path)
+    return { lib = libraries[path], errors = errors }
 end
 
 -- The call of a C function of `arity` arguments plus the result pointer,
@@ -47,13 +52,26 @@ local function abi_arity(params)
     return n
 end
 
-function native.bind(module, symbol, name, params, result, options, result_ctype)
+-- native.executions[f] = {{name = "interp", run = ...}, {name = "scalar", run = ...}}:
+-- every way a bound @aot function can run, first the interpreter's, so a host
+-- script can run them all and demand identical answers.
+native.executions = setmetatable({}, { __mode = "k" })
+
+function native.bind(module, symbol, name, params, result, options, result_ctype, interpreted)
     local fn = module.lib[symbol]
     local out = result_ctype and ffi.new(result_ctype .. "[1]") or nil
     local call = caller(abi_arity(params), out ~= nil)(fn, out, module.errors)
     local opts = { spans_as_pointers = true }
     for k, v in pairs(options or {}) do opts[k] = v end
-    return boundary.wrap(call, name, params, result, opts)
+    local bound = boundary.wrap(call, name, params, result, opts)
+    native.executions[bound] = { { name = "interp", run = interpreted }, { name = "scalar", run = bound } }
+    return bound
+end
+
+-- The executions of an @aot function: just itself (as "interp") when it runs
+-- as ordinary Nupp.
+function native.executions_of(f)
+    return native.executions[f] or { { name = "interp", run = f } }
 end
 
 return native

@@ -23,6 +23,9 @@ nupp = {
         i64 = math_rt.i64, u64 = math_rt.u64,
     },
     mem = { span = mem.span },
+    -- nupp.executions(f): every way the @aot function f runs in this program
+    -- ({name =, run =} in order, the interpreter first)
+    executions = native.executions_of,
 }
 
 __nupp = {
