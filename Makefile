@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 showcase: $(STAMP)
-	$(BIN)/nupp run bench/kernel-subset-spike/mandelbrot_main.nupp --aot off
+	$(BIN)/nupp run bench/kernel-subset-spike/mandelbrot_main.nupp
 
 # Quick subset locally; everything (slow tests included) under CI=true.
 test: $(STAMP)

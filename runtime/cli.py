@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a Nupp host script",
                          description="Run a Nupp host script; its folder is on the require path.")
     run.add_argument("file", help="the .nupp script")
-    run.add_argument("--aot", choices=("on", "off"), default="off",
+    run.add_argument("--aot", choices=("on", "off"), default="on",
                      help="run @aot functions as native code (on, the default) or as ordinary Nupp (off)")
     run.add_argument("--mode", choices=MODES, default=None,
                      help="how @aot functions run: interp (ordinary Nupp) or scalar (compiled C); "

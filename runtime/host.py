@@ -7,6 +7,7 @@ module: `require` caches), and turns Lua errors into diagnostics.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +108,9 @@ class Host:
         module = compile_module(source)
         if not module.functions:
             return None
-        c_module = emit_module(module, source.path)
+        # a prefix per module: LuaJIT's C namespace is shared by every module of the state
+        prefix = "nupp_" + hashlib.sha256(f"{source.path}\0{source.text}".encode()).hexdigest()[:10] + "_"
+        c_module = emit_module(module, source.path, prefix)
         library = build_library(c_module.source, find_toolchain(self.cc), source.path)
         return NativeModule(str(library), c_module.cdef, c_module.errors,
                             {f.name: (f.symbol, f.result) for f in c_module.functions})

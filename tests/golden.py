@@ -245,11 +245,19 @@ def stage_fold(text: str) -> str:
     return error if error is not None else print_module(fold_module(module))
 
 
+def stage_emit_c(text: str) -> str:
+    """IR in, the scalar C translation unit out (error texts name `case.nupp`)."""
+    emit_module = _lazy("nupp.emit_c.scalar", "emit_module")
+    module, error = _parse(text)
+    return error if error is not None else emit_module(module, "case.nupp").source
+
+
 STAGES: dict[str, Callable[[str], str]] = {
     "roundtrip": stage_roundtrip,
     "lower": stage_lower,
     "verify": stage_verify,
     "fold": stage_fold,
+    "emit_c": stage_emit_c,
 }
 # Stages whose output (when it is not a diagnostic) is IR in printed form.
 IR_OUTPUT_STAGES = frozenset({"roundtrip", "lower", "fold"})

@@ -1,0 +1,666 @@
+"""Scalar C: a verified scalar IR module as one C11 translation unit.
+
+    emit_module(module, "kernels.nupp") -> CModule(source, functions, cdef, errors)
+
+Each `@aot` function becomes a `static` implementation `nuppi_NAME` (what
+calls inside the module use) and an exported `int32_t nupp_NAME(...)` that
+calls it; both return 0 or a status k > 0 meaning `errors[k - 1]`.  The ABI
+is documented in `emit_c/__init__.py`.
+
+Statements map one to one onto C statements and keep the IR's blocks, so
+the C reads like the source (LANGUAGE.md's seed listing):
+
+    let %wide: f64 = load.f64 %inputs[%i].value     double v_wide = ((double)p_inputs[v_i - 1].f_value);
+    let %doubled: f64 = add.f64(%wide, %wide)        double v_doubled = (v_wide + v_wide);
+
+Expressions are rendered by the opcode table (`helpers.C_OPS`) over their
+rendered operands, which are always free of side effects.  What can fail —
+an integer `//` or `%` whose divisor is not a non-zero literal, a call of
+another function — is hoisted before its statement, in Lua's left-to-right
+evaluation order, and checked there:
+
+    let %q: i32 = idiv.i32(%a, %b)                   int32_t t1 = p_b;
+                                                     if (t1 == 0) return 1;
+                                                     int32_t v_q = nu_idiv_i32(p_a, t1);
+
+so a raising op never lets a later effect of its statement happen.  A
+raising right operand of `and`/`or` is evaluated under an `if` on the left
+one, keeping the short circuit; a `while` whose condition raises becomes
+`for (;;) { ...; if (!cond) break; ... }`.
+
+Names: every C identifier is derived from a fixed prefix and the IR name
+with each character outside [A-Za-z0-9_] replaced by `_` (and a `_2`, `_3`
+suffix should two names meet), so no source identifier can break or inject
+C, collide with a C keyword, a macro of the headers, a helper or another
+name.  Locals are `v_x`, parameters `p_x`, span lengths `n_x`, temporaries
+`tN`, loop counters `cN`; struct types `nupps_T` with fields `f_x`;
+implementations `nuppi_f`, exports `nupp_f`; helpers `nu_...`.  Text that
+reaches a comment (the error table) is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from nupp.emit_c.helpers import (
+    C_OPS, FIELD_C_TYPES, Rendering, c_const, c_type, closure, const_headers,
+)
+from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
+from nupp.scalar_ir.widths import FIELD_STORAGE, Width
+from nupp.verifier import check as verify
+
+INDENT = "    "
+STATUS_T = "int32_t"
+
+
+# ==== the result ================================================================
+
+@dataclass(frozen=True)
+class CFunction:
+    name: str            # the Nupp name
+    symbol: str          # the exported C symbol, e.g. "nupp_mandelbrot"
+    params: tuple[tuple[str, str], ...]  # (param name, LuaJIT cdef type) in ABI order, spans expanded
+    result: Optional[str]  # cdef type of the result out-pointer's target, None for nil
+
+
+@dataclass(frozen=True)
+class CModule:
+    source: str          # the whole C translation unit
+    functions: tuple[CFunction, ...]
+    cdef: str            # prototypes for LuaJIT ffi.cdef / cffi (pointers to structs as `void *`)
+    errors: tuple[str, ...]  # status k (1-based) means errors[k-1]
+
+
+def emit_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_") -> CModule:
+    """The scalar C of a module; `path` is the source's display path, the
+    prefix of every error text (`kernels.nupp:18: length mismatch`).  Exported
+    symbols are `symbol_prefix + name`: LuaJIT's ffi.cdef has one namespace
+    per state, so a host loading several modules gives each its own prefix."""
+    verify(module, "emit_c")
+    return _ModuleEmitter(module, path, symbol_prefix).emit()
+
+
+# ==== names =======================================================================
+
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+class _Names:
+    """Unique C identifiers, each a prefix and a sanitized IR name."""
+
+    def __init__(self):
+        self.taken: set[str] = set()
+
+    def fresh(self, prefix: str, name: str) -> str:
+        base = prefix + _NOT_IDENT.sub("_", name)
+        candidate, k = base, 1
+        while candidate in self.taken:
+            k += 1
+            candidate = f"{base}_{k}"
+        self.taken.add(candidate)
+        return candidate
+
+
+def comment_text(text: str) -> str:
+    """`text` safe inside a C block comment: printable ASCII except `*`, `?`
+    (trigraphs) and `\\`, which are escaped, as is everything else."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if 0x20 <= code < 0x7F and ch not in "*?\\":
+            out.append(ch)
+        else:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+                       else f"\\U{code:08x}")
+    return "".join(out)
+
+
+# ==== analysis ====================================================================
+
+def _nonzero_const(e) -> bool:
+    return isinstance(e, ir.Const) and e.value != 0
+
+
+def raises(e) -> bool:
+    """Whether evaluating e can fail: a call, or an integer // or % whose divisor
+    is not a non-zero literal."""
+    if isinstance(e, ir.Call):
+        return True
+    if isinstance(e, ir.Op):
+        if OPS[e.op].raises and not _nonzero_const(e.args[1]):
+            return True
+        return any(raises(a) for a in e.args)
+    return False
+
+
+def _constant(e) -> bool:
+    """Whether e's value is known to the C front end (a literal, or an op of literals)."""
+    return isinstance(e, ir.Const) or (isinstance(e, ir.Op) and all(_constant(a) for a in e.args))
+
+
+def _breaks(stmts) -> bool:
+    """Whether a Break in stmts leaves the enclosing loop (not one nested in them)."""
+    for s in stmts:
+        if isinstance(s, ir.Break):
+            return True
+        if isinstance(s, ir.If) and (_breaks(s.then) or _breaks(s.orelse)):
+            return True
+    return False
+
+
+def _switch_arms(s: ir.If) -> Optional[list[tuple[tuple[int, ...], tuple]]]:
+    """The arms of a labelled If as (labels, body), the default's labels (), or
+    None when it cannot be a C switch (a Break in an arm would leave the switch)."""
+    labels = s.labels
+    if labels is None or labels.width not in (Width.I32, Width.U32):
+        return None
+    arms, node = [], s
+    for k, case in enumerate(labels.cases):
+        arms.append((case, node.then))
+        if k + 1 < len(labels.cases):
+            node = node.orelse[0]
+    if labels.default:
+        arms.append(((), node.orelse))
+    if any(_breaks(body) for _, body in arms):
+        return None
+    return arms
+
+
+def _simple(stmts) -> bool:
+    """Statements that declare nothing in C (a switch arm without braces)."""
+    return all(isinstance(s, (ir.Assign, ir.Store)) and not raises(s.value) for s in stmts)
+
+
+def _call_order(module: ir.Module) -> list[ir.Function]:
+    """The functions with every callee before its callers (the IR has no recursion),
+    otherwise in module order."""
+    done: dict[str, ir.Function] = {}
+
+    def visit(fn: ir.Function) -> None:
+        if fn.name in done:
+            return
+        for callee in _callees(fn.body):
+            target = module.function(callee)
+            if target is not None and target.name not in done:
+                visit(target)
+        done[fn.name] = fn
+
+    for fn in module.functions:
+        visit(fn)
+    return list(done.values())
+
+
+def _callees(stmts) -> list[str]:
+    found: list[str] = []
+
+    def expr(e) -> None:
+        if isinstance(e, ir.Call):
+            found.append(e.func)
+        for a in getattr(e, "args", ()):
+            expr(a)
+
+    def walk(body) -> None:
+        for s in body:
+            for attr in ("value", "cond", "start", "stop", "expr"):
+                e = getattr(s, attr, None)
+                if e is not None:
+                    expr(e)
+            for attr in ("then", "orelse", "body"):
+                walk(getattr(s, attr, ()))
+
+    walk(stmts)
+    return found
+
+
+# ==== the module ===================================================================
+
+class _ModuleEmitter:
+    def __init__(self, module: ir.Module, path: str, symbol_prefix: str = "nupp_"):
+        self.module, self.path, self.symbol_prefix = module, path, symbol_prefix
+        self.names = _Names()
+        self.errors: list[str] = []
+        self.helpers: set[str] = set()
+        self.headers: set[str] = {"stdint.h"}
+        self.structs: dict[str, tuple[str, dict[str, str]]] = {}  # name -> (C type, field -> C field)
+        self.symbols: dict[str, str] = {}   # function -> exported symbol
+        self.impls: dict[str, str] = {}     # function -> static implementation
+
+    def error(self, text: str) -> int:
+        """The status of an error text (1-based; one status per distinct text)."""
+        if text not in self.errors:
+            self.errors.append(text)
+        return self.errors.index(text) + 1
+
+    def use(self, rendering: Rendering) -> None:
+        self.helpers.update(rendering.helpers)
+        self.headers.update(rendering.headers)
+
+    def emit(self) -> CModule:
+        for fn in self.module.functions:  # exports first: they keep their plain names
+            self.symbols[fn.name] = self.names.fresh(self.symbol_prefix, fn.name)
+        for fn in self.module.functions:
+            self.impls[fn.name] = self.names.fresh("nuppi_", fn.name)
+        struct_text = [self.struct(s) for s in self.module.structs]
+        function_text, emitted = [], {}
+        for fn in _call_order(self.module):  # callees first: C needs no prototypes
+            text, cfunction, cdef = _FunctionEmitter(self, fn).emit()
+            function_text.append(text)
+            emitted[fn.name] = (cfunction, cdef)
+        functions = tuple(emitted[fn.name][0] for fn in self.module.functions)
+        cdef = "".join(emitted[fn.name][1] for fn in self.module.functions)
+        helpers = closure(sorted(self.helpers))
+        for h in helpers:
+            self.headers.update(h.headers)
+        parts = [self.banner(), "".join(f"#include <{h}>\n" for h in _header_order(self.headers))]
+        parts += [h.code for h in helpers]
+        parts += struct_text
+        parts += function_text
+        return CModule("\n".join(parts), functions, cdef, tuple(self.errors))
+
+    def banner(self) -> str:
+        lines = [f"/* Generated by nupp from {comment_text(self.path)}: the scalar C of its @aot functions.",
+                 " * Each exported function returns 0, or a status k naming the error the",
+                 " * interpreter raises there:"]
+        if not self.errors:
+            lines.append(" *   (none)")
+        for k, text in enumerate(self.errors, 1):
+            lines.append(f" *   {k}  {comment_text(text)}")
+        return "\n".join(lines) + "\n */\n"
+
+    def struct(self, s: ir.StructDef) -> str:
+        c_name = self.names.fresh("nupps_", s.name)
+        field_names = _Names()
+        fields = {name: field_names.fresh("f_", name) for name, _ in s.fields}
+        self.structs[s.name] = (c_name, fields)
+        if not s.fields:  # no C struct is empty: an incomplete type, never dereferenced
+            return f"typedef struct {c_name} {c_name};\n"
+        body = "".join(f"{INDENT}{FIELD_C_TYPES[storage]} {fields[name]};\n" for name, storage in s.fields)
+        return f"typedef struct {c_name} {{\n{body}}} {c_name};\n"
+
+
+def _header_order(headers: set[str]) -> list[str]:
+    return sorted(headers, key=lambda h: (h != "stdint.h", h))
+
+
+# ==== one function ===================================================================
+
+@dataclass
+class _Decl:
+    index: int        # of its line in the function's lines
+    name: str
+    indent: str
+    drop: bool        # unread: drop the line (else add `(void)name;`)
+
+
+class _FunctionEmitter:
+    def __init__(self, mod: _ModuleEmitter, fn: ir.Function):
+        self.mod, self.fn = mod, fn
+        self.names = _Names()
+        self.lines: list[Optional[str]] = []
+        self.depth = 1
+        self.scopes: list[dict[str, str]] = [{}]
+        self.reads: set[str] = set()
+        self.decls: list[_Decl] = []
+        self.count = 0
+        self.spans: dict[str, tuple[str, str, ir.SpanType]] = {}  # IR name -> (pointer, length, type)
+
+    # ---- output
+    def line(self, text: str) -> None:
+        self.lines.append(INDENT * self.depth + text)
+
+    def declare_line(self, text: str, name: str, drop: bool = False) -> None:
+        self.decls.append(_Decl(len(self.lines), name, INDENT * self.depth, drop))
+        self.line(text)
+
+    def temp(self, stem: str = "t") -> str:
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    # ---- scopes
+    def bind(self, name: str, prefix: str = "v_") -> str:
+        c_name = self.names.fresh(prefix, name)
+        self.scopes[-1][name] = c_name
+        return c_name
+
+    def lookup(self, name: str) -> str:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        raise KeyError(name)  # the verifier has checked every name
+
+    def block(self, stmts) -> None:
+        """A nested block: one level deeper, its own scope."""
+        self.depth += 1
+        self.scopes.append({})
+        for s in stmts:
+            self.stmt(s)
+        self.scopes.pop()
+        self.depth -= 1
+
+    # ---- the function
+    def emit(self) -> tuple[str, CFunction, str]:
+        fn, mod = self.fn, self.mod
+        params, cdef_params, abi = [], [], []
+        for p in fn.params:
+            if isinstance(p.type, ir.SpanType):
+                pointer, length = self.names.fresh("p_", p.name), self.names.fresh("n_", p.name)
+                self.scopes[0][p.name] = pointer
+                self.spans[p.name] = (pointer, length, p.type)
+                struct_c = mod.structs[p.type.struct][0]
+                const = "" if p.type.writable else "const "
+                restrict = "restrict " if self.restrict(p) else ""
+                params += [f"{const}{struct_c} *{restrict}{pointer}", f"int32_t {length}"]
+                cdef_params += [f"void *{pointer}", f"int32_t {length}"]
+                abi += [(p.name, "void *"), (f"#{p.name}", "int32_t")]
+            else:
+                c_name = self.bind(p.name, "p_")
+                params.append(f"{c_type(p.type)} {c_name}")
+                cdef_params.append(f"{c_type(p.type)} {c_name}")
+                abi.append((p.name, c_type(p.type)))
+        if fn.result is not None:
+            params.append(f"{c_type(fn.result)} *result")
+            cdef_params.append(f"{c_type(fn.result)} *result")
+        for s in fn.body:
+            self.stmt(s)
+        if not (fn.body and isinstance(fn.body[-1], ir.Return)):
+            self.line("return 0;")
+        body = self.finish_body()
+
+        impl, symbol = mod.impls[fn.name], mod.symbols[fn.name]
+        param_list = ", ".join(params) or "void"
+        arg_names = [_param_name(p) for p in params]
+        text = f"static {STATUS_T} {impl}({param_list})\n{{\n{body}}}\n\n"
+        text += f"{STATUS_T} {symbol}({param_list})\n{{\n" + self.export_body(impl, arg_names) + "}\n"
+        cdef = f"{STATUS_T} {symbol}({', '.join(cdef_params) or 'void'});\n"
+        result = c_type(fn.result) if fn.result is not None else None
+        return text, CFunction(fn.name, symbol, tuple(abi), result), cdef
+
+    def export_body(self, impl: str, args: list[str]) -> str:
+        call = f"{impl}({', '.join(args)})"
+        result = self.fn.result
+        if result not in (Width.F64, Width.F32):
+            return f"{INDENT}return {call};\n"
+        # a float result leaves with a NaN the host reads safely (canonical for f32)
+        fix = "nu_result_f64" if result is Width.F64 else "nu_f32_canon"
+        self.mod.helpers.add(fix)
+        return (f"{INDENT}const {STATUS_T} status = {call};\n"
+                f"{INDENT}if (status == 0) *result = {fix}(*result);\n"
+                f"{INDENT}return status;\n")
+
+    def restrict(self, p: ir.Param) -> bool:
+        """`restrict` exactly where the alias matrix justifies it: C's restrict
+        promises that memory modified during the call is reached through that
+        pointer alone.  A span qualifies when its fact with every other span is
+        `disjoint`, except that two read-only spans may share memory
+        (`shared-read`): memory no pointer writes needs no promise.  So an
+        exclusive span (disjoint from all) and a borrows span (disjoint from
+        every writable one) are both restrict; a missing or contrary fact is not."""
+        facts = {frozenset((a.a, a.b)): a.fact for a in self.fn.aliases}
+        for q in self.fn.span_params():
+            if q.name == p.name:
+                continue
+            fact = facts.get(frozenset((p.name, q.name)))
+            if fact == ir.DISJOINT:
+                continue
+            if fact == ir.SHARED_READ and not p.type.writable and not q.type.writable:
+                continue
+            return False
+        return True
+
+    def finish_body(self) -> str:
+        """Unread locals get `(void)x;` (unread counters vanish), unread parameters
+        `(void)p;` at the top: -Wall -Wextra stay quiet on any program."""
+        lines = self.lines
+        for decl in sorted(self.decls, key=lambda d: -d.index):
+            if decl.name in self.reads:
+                continue
+            if decl.drop:
+                lines[decl.index] = None
+            else:
+                lines.insert(decl.index + 1, f"{decl.indent}(void){decl.name};")
+        unused = []
+        for p in self.fn.params:
+            if isinstance(p.type, ir.SpanType):
+                pointer, length, _ = self.spans[p.name]
+                unused += [n for n in (pointer, length) if n not in self.reads]
+            elif self.scopes[0][p.name] not in self.reads:
+                unused.append(self.scopes[0][p.name])
+        head = [f"{INDENT}(void){name};" for name in unused]
+        return "".join(line + "\n" for line in head + [x for x in lines if x is not None])
+
+    # ---- statements
+    def stmt(self, s) -> None:
+        getattr(self, "stmt_" + type(s).__name__)(s)
+
+    def stmt_Let(self, s: ir.Let) -> None:
+        value = self.expr(s.value) if s.value is not None else "0"  # set before any read
+        c_name = self.bind(s.name)
+        self.declare_line(f"{c_type(s.width)} {c_name} = {value};", c_name)
+
+    def stmt_Assign(self, s: ir.Assign) -> None:
+        value = self.expr(s.value)
+        c_name = self.lookup(s.name)
+        if value != c_name:  # `x = x` is nothing (and a warning under Clang)
+            self.line(f"{c_name} = {value};")
+
+    def stmt_Store(self, s: ir.Store) -> None:
+        value = self.expr(s.value)
+        pointer, _, span_type = self.spans[s.span]
+        self.reads.add(pointer)
+        fields = self.mod.structs[span_type.struct][1]
+        storage = FIELD_STORAGE[dict(self.mod.module.struct(span_type.struct).fields)[s.field]]
+        value = self.store_value(s.value, value, storage)
+        self.line(f"{pointer}[{self.index(s.index)} - 1].{fields[s.field]} = {value};")
+
+    def store_value(self, e, value: str, storage) -> str:
+        """A value as its field stores it: a float field takes binary32 with the
+        canonical NaN, an integer field reduces modulo 2^bits (to unsigned first:
+        defined for every value; then to a signed type, modular on GCC and Clang)."""
+        width = e.width
+        target = FIELD_C_TYPES[storage.name]
+        if storage.is_float:
+            if storage.bits == 32:
+                if isinstance(e, ir.Const):
+                    return value  # a literal NaN is NAN, the canonical one
+                self.mod.helpers.add("nu_f32_canon")
+                return f"nu_f32_canon({_bare(value)})" if width is Width.F32 else f"nu_f32_canon((float){value})"
+            return value if width is Width.F64 else f"(double){value}"
+        if width.bits == storage.bits and width.is_signed == storage.signed:
+            return value
+        unsigned = f"uint{storage.bits}_t"
+        if storage.signed:
+            return f"({target})({unsigned}){value}"
+        return f"({target}){value}"
+
+    def stmt_If(self, s: ir.If) -> None:
+        arms = _switch_arms(s)
+        if arms is not None:
+            return self.switch(s, arms)
+        self.line(f"if ({_bare(self.expr(s.cond))}) {{")
+        self.block(s.then)
+        rest = s.orelse
+        while (len(rest) == 1 and isinstance(rest[0], ir.If) and _switch_arms(rest[0]) is None
+               and not raises(rest[0].cond)):
+            inner = rest[0]
+            self.line(f"}} else if ({_bare(self.expr(inner.cond))}) {{")
+            self.block(inner.then)
+            rest = inner.orelse
+        if rest:
+            self.line("} else {")
+            self.block(rest)
+        self.line("}")
+
+    def switch(self, s: ir.If, arms) -> None:
+        """A labelled If (an int32/uint32 switch initializer) as a native C switch."""
+        width = s.labels.width
+        self.line(f"switch ({self.read(self.lookup(s.labels.selector))}) {{")
+        for labels, body in arms:
+            for label in labels:
+                self.line(f"case {c_const(label, width)}:")
+            if not labels:
+                self.line("default:")
+            if _simple(body):
+                self.block(tuple(body) + (ir.Break(),))
+            else:
+                self.depth += 1
+                self.line("{")
+                self.block(tuple(body) + (ir.Break(),))
+                self.line("}")
+                self.depth -= 1
+        self.line("}")
+
+    def stmt_For(self, s: ir.For) -> None:
+        """Lua's numeric for never overflows its counter, so the C counter is
+        int64_t: start, stop and the step are int32, so `c += step` stays far
+        inside int64 and the loop ends exactly where Lua's does, even at
+        INT32_MAX.  The bound is evaluated once, before the loop."""
+        start = self.expr(s.start)
+        stop = self.expr(s.stop)
+        if not isinstance(s.stop, (ir.Const, ir.Len)):
+            bound = self.temp()
+            self.line(f"const int32_t {bound} = {stop};")
+            stop = bound
+        counter = self.temp("c")
+        test = f"{counter} <= {stop}" if s.step > 0 else f"{counter} >= {stop}"
+        step = {1: f"++{counter}", -1: f"--{counter}"}.get(
+            s.step, f"{counter} += {s.step}" if s.step > 0 else f"{counter} -= {-s.step}")
+        self.line(f"for (int64_t {counter} = {start}; {test}; {step}) {{")
+        self.depth += 1
+        self.scopes.append({})
+        var = self.bind(s.var)
+        self.declare_line(f"const int32_t {var} = (int32_t){counter};", var, drop=True)
+        for stmt in s.body:
+            self.stmt(stmt)
+        self.scopes.pop()
+        self.depth -= 1
+        self.line("}")
+
+    def stmt_While(self, s: ir.While) -> None:
+        if not raises(s.cond):
+            self.line(f"while ({_bare(self.expr(s.cond))}) {{")
+            self.block(s.body)
+            self.line("}")
+            return
+        self.line("for (;;) {")
+        self.depth += 1
+        cond = self.expr(s.cond)
+        self.line(f"if (!{cond}) break;")
+        self.depth -= 1
+        self.block(s.body)
+        self.line("}")
+
+    def stmt_Break(self, s: ir.Break) -> None:
+        self.line("break;")
+
+    def stmt_Return(self, s: ir.Return) -> None:
+        if s.value is not None:
+            self.line(f"*result = {self.expr(s.value)};")
+        self.line("return 0;")
+
+    def stmt_Assert(self, s: ir.Assert) -> None:
+        status = self.mod.error(f"{self.mod.path}:{s.loc.line}: {s.message}")
+        self.line(f"if (!{self.expr(s.cond)}) return {status};")
+
+    def stmt_Eval(self, s: ir.Eval) -> None:
+        self.call(s.expr)
+
+    # ---- expressions (each returns side-effect-free C; what can fail is hoisted)
+    def expr(self, e) -> str:
+        return getattr(self, "expr_" + type(e).__name__)(e)
+
+    def read(self, c_name: str) -> str:
+        self.reads.add(c_name)
+        return c_name
+
+    def index(self, counter: str) -> str:
+        return self.read(self.lookup(counter))
+
+    def expr_Const(self, e: ir.Const) -> str:
+        self.mod.headers.update(const_headers(e.value, e.width))
+        return c_const(e.value, e.width)
+
+    def expr_Var(self, e: ir.Var) -> str:
+        return self.read(self.lookup(e.name))
+
+    def expr_Len(self, e: ir.Len) -> str:
+        return self.read(self.spans[e.span][1])
+
+    def expr_Load(self, e: ir.Load) -> str:
+        pointer, _, span_type = self.spans[e.span]
+        self.reads.add(pointer)
+        fields = self.mod.structs[span_type.struct][1]
+        storage = FIELD_STORAGE[dict(self.mod.module.struct(span_type.struct).fields)[e.field]]
+        access = f"{pointer}[{self.index(e.index)} - 1].{fields[e.field]}"
+        if FIELD_C_TYPES[storage.name] == c_type(e.width):
+            return access
+        return f"(({c_type(e.width)}){access})"  # float widens, int8..uint16 to int32, exactly
+
+    def expr_Call(self, e: ir.Call) -> str:
+        result = self.call(e)
+        assert result is not None, "a call without a result used as a value"
+        return result
+
+    def call(self, e: ir.Call) -> Optional[str]:
+        """Hoisted: the arguments left to right, the call, its status checked."""
+        args = [self.expr(a) for a in e.args]
+        result = None
+        if e.width is not None:
+            result = self.temp()
+            self.line(f"{c_type(e.width)} {result} = 0;")
+            args.append(f"&{result}")
+        status = self.temp()
+        self.line(f"const {STATUS_T} {status} = {self.mod.impls[e.func]}({', '.join(args)});")
+        self.line(f"if ({status} != 0) return {status};")
+        return result
+
+    def expr_Op(self, e: ir.Op) -> str:
+        info = OPS[e.op]
+        if info.lane == SHORT_CIRCUIT and raises(e.args[1]):
+            return self.short_circuit(e)
+        args = [self.expr(a) for a in e.args]
+        if info.raises and not _nonzero_const(e.args[1]):
+            divisor = self.temp()
+            status = self.mod.error(f"{self.mod.path}:{e.loc.line}: {info.raises}")
+            # not `const`: GCC would fold a literal 0 into a division-by-zero warning below
+            self.line(f"{c_type(info.operands[1])} {divisor} = {args[1]};")
+            self.line(f"if ({divisor} == 0) return {status};")
+            args[1] = divisor
+        rendering = C_OPS[e.op]
+        if rendering.literal_safe is not None and (
+                any(_constant(a) for a in e.args) or e.args[0] == e.args[1]):
+            rendering = rendering.literal_safe
+        self.mod.use(rendering)
+        return rendering.scalar.format(*args)
+
+    def short_circuit(self, e: ir.Op) -> str:
+        """`a and b` / `a or b` whose b can fail: b runs only when a leaves it to."""
+        left = self.expr(e.args[0])
+        t = self.temp()
+        self.line(f"_Bool {t} = {left};")
+        self.line(f"if ({t if OPS[e.op].base == 'and' else '!' + t}) {{")
+        self.depth += 1
+        self.line(f"{t} = {self.expr(e.args[1])};")
+        self.depth -= 1
+        self.line("}")
+        return t
+
+
+def _bare(c: str) -> str:
+    """`(a < b)` -> `a < b`: an expression without the parentheses that wrap it whole."""
+    if not (c.startswith("(") and c.endswith(")")):
+        return c
+    depth = 0
+    for k, ch in enumerate(c):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and k < len(c) - 1:
+            return c  # `(a) + (b)`: the first parenthesis closes early
+    return c[1:-1]
+
+
+def _param_name(declaration: str) -> str:
+    """`const nupps_T *restrict p_x` -> `p_x`."""
+    return re.split(r"[\s*]+", declaration.strip())[-1]
+
