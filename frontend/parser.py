@@ -16,14 +16,26 @@ from lark.exceptions import UnexpectedInput, VisitError
 from nupp.frontend import ast
 from nupp.frontend.diagnostics import NuppError, Source, error_at
 from nupp.frontend.syntax_errors import describe_syntax_error
+from nupp.paths import cache_dir
 
 GRAMMAR = Path(__file__).with_name("nupp.lark")
 
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
+    # lark keys its cache file by the grammar and options, so an edited grammar
+    # never loads a stale parser; building the tables takes ~150 ms otherwise
     return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual",
-                propagate_positions=True, maybe_placeholders=True, cache=False)
+                propagate_positions=True, maybe_placeholders=True, cache=_grammar_cache())
+
+
+def _grammar_cache() -> str | bool:
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False  # an unwritable cache only costs time
+    return str(folder / "grammar.lark-cache")
 
 
 def parse(source: Source) -> ast.Chunk:

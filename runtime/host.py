@@ -98,9 +98,10 @@ class Host:
 
     def translate(self, source: Source) -> str:
         """The Lua for a module in this host's mode (compiling its @aot functions if native)."""
-        return translate(source, self._native(source) if self.mode == "scalar" else None)
+        return translate(source, self.native_module(source) if self.mode == "scalar" else None)
 
-    def _native(self, source: Source) -> NativeModule | None:
+    def native_module(self, source: Source) -> NativeModule | None:
+        """The compiled library of a module's @aot functions (None if it has none)."""
         from nupp.emit_c.scalar import emit_module
         from nupp.pipeline import compile_module
         from nupp.runtime.native import build_library, find_toolchain

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import nupp
 from nupp.frontend.diagnostics import InternalError
+from nupp.paths import cache_dir
 
 # -ffp-contract=off: every binary64 operation rounds once, as LuaJIT computes it.
 # Never fast math.
@@ -58,14 +59,6 @@ def find_toolchain(cc: str = "gcc", extra_flags: tuple[str, ...] = ()) -> Toolch
     probe = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
     version = probe.stdout.splitlines()[0] if probe.stdout else "unknown"
     return Toolchain(os.path.realpath(path), version, BASE_FLAGS + tuple(extra_flags))
-
-
-def cache_dir() -> Path:
-    configured = os.environ.get("NUPP_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "nupp"
 
 
 def cache_key(c_source: str, toolchain: Toolchain) -> str:
