@@ -122,9 +122,9 @@ local FAST = {
         .. 'else V = SLOW(V) end', g(INT_RANGES.int32.lo), g(INT_RANGES.int32.hi)),
     uint32 = format('if type(V) == "number" and V >= %s and V <= %s and floor(V) == V then V = V + 0 '
         .. 'else V = SLOW(V) end', g(INT_RANGES.uint32.lo), g(INT_RANGES.uint32.hi)),
-    int64 = format('if type(V) == "number" and V >= %s and V < %s and floor(V) == V then V = INT64(V) '
+    int64 = format('if type(V) == "number" and V >= %s and V < %s and floor(V) == V then V = to_int64(V) '
         .. 'elseif not istype(INT64, V) then V = SLOW(V) end', g(INT_RANGES.int64.lo), g(INT_RANGES.int64.hi_excl)),
-    uint64 = format('if type(V) == "number" and V >= 0 and V < %s and floor(V) == V then V = UINT64(V) '
+    uint64 = format('if type(V) == "number" and V >= 0 and V < %s and floor(V) == V then V = to_uint64(V) '
         .. 'elseif not istype(UINT64, V) then V = SLOW(V) end', g(INT_RANGES.uint64.hi_excl)),
 }
 FAST.double = FAST.number
@@ -156,7 +156,7 @@ local function scalar_slow(type_name, where, index)
     local is_float = type_name == "float"
     return function(v) -- float / number / double: the binary64 of a 64-bit integer
         if mem.is_int64_cdata(v) then
-            local wide = tonumber(v)
+            local wide = math_rt.int64_to_number(v)
             if is_float then return narrow(wide) end
             return wide
         end
@@ -245,6 +245,7 @@ end
 local HELPERS = {
     type = type, floor = floor, istype = istype, select = select,
     narrow = narrow, INT64 = INT64, UINT64 = UINT64,
+    to_int64 = math_rt.to_int64, to_uint64 = math_rt.to_uint64,
     spans_overlap = mem.spans_overlap,
     overlap_failure = overlap_failure,
 }

@@ -73,6 +73,27 @@ local function describe(v)
 end
 M.describe = describe
 
+-- ---- exact 64-bit conversions --------------------------------------------------
+-- Two JIT bugs of the LuaJIT that lupa bundles, seen once a loop is compiled:
+-- a number it knows came from a uint32 load is sign-extended when converted
+-- to int64/uint64 (LuaJIT issue 1492: an added 0ULL stops the faulty fold),
+-- and a uint64 >= 2^63 converted to a number rounds twice.  Every 64-bit
+-- conversion of the runtime goes through these.
+function M.to_int64(n) local r = int64_t(uint64_t(n) + 0ULL) return r end
+function M.to_uint64(n) local r = uint64_t(n) + 0ULL return r end
+
+-- A 64-bit integer as binary64, rounded once: the high and low words are
+-- exact and so is their scaled sum's single rounding.
+local TWO_32_ULL = 4294967296ULL
+function M.int64_to_number(v)
+    if ffi.istype(uint64_t, v) then
+        local r = tonumber(v / TWO_32_ULL) * 4294967296 + tonumber(v % TWO_32_ULL)
+        return r
+    end
+    local r = tonumber(v)
+    return r
+end
+
 -- Raises "bad argument #n to 'fname' (<expected> expected, got <v>)", blaming
 -- the caller of the public function: error level 1 is this function, 2 the
 -- argument check, 3 the public function, 4 its caller.  (So neither this

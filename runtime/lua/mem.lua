@@ -145,7 +145,7 @@ end
 
 -- A float/number field takes a 64-bit integer rounded to binary64 first.
 local function widen_for_store(v, field)
-    if is_int64_cdata(v) then return tonumber(v) end
+    if is_int64_cdata(v) then return math_rt.int64_to_number(v) end
     fail_store(field, v)
 end
 
@@ -157,8 +157,8 @@ local TWO_63 = 2 ^ 63
 -- double is a multiple of 2^11, so the remainder is representable.
 local function number_to_64_bits(v)
     if v < -TWO_63 or v >= TWO_64 then v = v % TWO_64 end
-    if v >= TWO_63 then return UINT64(v) end
-    return INT64(v)
+    if v >= TWO_63 then return math_rt.to_uint64(v) end
+    return math_rt.to_int64(v)
 end
 
 -- The value to assign to an integer field for anything outside the fast

@@ -123,11 +123,11 @@ ops["wrap.f64.u64"] = math_rt.u64_raw.wrap
 -- ---- integer conversions ------------------------------------------------------
 ops["reinterpret.i32.u32"] = function(a) local r = a % TWO32 return r end
 ops["reinterpret.u32.i32"] = function(a) local r = tobit(a) return r end
-ops["widen.i32.i64"] = function(a) local r = INT64(a) return r end
-ops["widen.u32.i64"] = function(a) local r = INT64(a) return r end
-ops["widen.u32.u64"] = function(a) local r = UINT64(a) return r end
-ops["round.i64.f64"] = function(a) local r = tonumber(a) return r end
-ops["round.u64.f64"] = function(a) local r = tonumber(a) return r end
+ops["widen.i32.i64"] = math_rt.to_int64
+ops["widen.u32.i64"] = math_rt.to_int64
+ops["widen.u32.u64"] = math_rt.to_uint64
+ops["round.i64.f64"] = math_rt.int64_to_number
+ops["round.u64.f64"] = math_rt.int64_to_number
 
 -- ---- comparisons of int64 with uint64, by value --------------------------------
 -- LuaJIT would compare them as uint64; a negative int64 is below every uint64.
