@@ -909,11 +909,19 @@ class Checker:
             return self.literal_const(arg, want, node)
         if arg.width == want:
             return arg
-        promotable = arg.width in (I32, U32) or (arg.width == F32 and opcode in ("sqrt.f64", "abs.f64", "floor.f64", "ceil.f64", "min.f64", "max.f64"))
-        if want == F64 and promotable and (opcode in ENTRY_CONVERSIONS or opcode.endswith(".f64")):
+        if want == F64 and self.promotes_to_f64(arg.width, opcode):
             return self.convert(arg, F64, node)
         hint = CONVERSION_HINTS.get(want) if arg.width == F64 else None
         return self.refuse(node, f"{name} takes {_a(want)}, not {_a(arg.width)}", hint)
+
+    @staticmethod
+    def promotes_to_f64(width: Width, opcode: str) -> bool:
+        """An entry conversion promotes a 32-bit integer (written down, LANGUAGE.md
+        section 4); math.sqrt and friends are ordinary binary64 operations and
+        promote a binary32 as an ordinary operator does."""
+        if opcode in ENTRY_CONVERSIONS:
+            return width in (I32, U32)
+        return width in (I32, U32, F32)
 
     def function_call(self, e: ast.Call, name: str):
         params, result = self.signatures[name]
