@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from nupp.frontend.diagnostics import Source
-from nupp.runtime.host import Host, LuaRunError, display_path
+from nupp.runtime.host import Host, display_path
 
 # struct field storage -> NumPy scalar type (native byte order, as the C layout)
 FIELD_DTYPES = {"float": np.float32, "number": np.float64, "double": np.float64, "int8": np.int8,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lupa import luajit21
 
-from nupp.frontend.diagnostics import NuppError, Source
+from nupp.frontend.diagnostics import Source
 from nupp.frontend.to_lua import NativeModule, translate
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from nupp.frontend.diagnostics import NuppError, Source
-from nupp.frontend.parser import parse
 from nupp.frontend.to_lua import translate
 
 # (source, line, column, words the message must contain)

@@ -8,7 +8,6 @@ predeclared.
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest

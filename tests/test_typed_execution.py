@@ -91,7 +91,6 @@ def test_floor_division_and_remainder_signs(type_name, op):
 @pytest.mark.parametrize("type_name", WIDTHS)
 @pytest.mark.parametrize("op", ["//", "%"])
 def test_integer_division_by_zero_raises_at_the_operator_line(type_name, op):
-    width = WIDTHS[type_name]
     with pytest.raises(LuaRunError) as err:
         run_module(binary_program(type_name, op, [(5, 0)]))
     assert err.value.message == "typed.nupp:3: integer division by zero"
