@@ -5,6 +5,7 @@
     nupp emit --lua FILE.nupp                     print the ordinary translation
     nupp emit --ir [--after STAGE] FILE.nupp      print the scalar IR (after a pipeline stage)
     nupp emit --c FILE.nupp                       print the C of the @aot functions
+    nupp emit --report FILE.nupp                  which loops can run in SIMD gangs, and why not
     nupp --version
 
 Exit status: 0 success, 1 the program or its source is wrong, 2 bad usage,
@@ -61,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the Lua 5.1 that LuaJIT runs for ordinary execution")
     what.add_argument("--ir", action="store_true", help="the scalar IR of the @aot functions")
     what.add_argument("--c", action="store_true", help="the C generated for the @aot functions")
+    what.add_argument("--report", action="store_true",
+                      help="for each loop over spans: whether it can run in SIMD gangs, and if not, why")
     emit.add_argument("--after", choices=STAGES, default=None,
                       help="with --ir: the IR after this stage (default: after the last)")
     emit.add_argument("file", help="the .nupp module")
@@ -168,6 +171,11 @@ def cmd_emit(args) -> int:
     elif args.c:
         from nupp.emit_c.scalar import emit_module
         sys.stdout.write(emit_module(compile_module(source), source.path).source)
+    elif args.report:
+        from nupp.lane_rewrite.report import render_report
+        from nupp.lane_rewrite.varying import analyze_module
+        module = compile_module(source)
+        sys.stdout.write(render_report(module, analyze_module(module), source.path))
     else:
         sys.stdout.write(translate(source))
     return EXIT_OK

@@ -27,7 +27,7 @@ diff before committing it.
 
 Stages: `roundtrip` (IR text, parsed then printed), `lower` (Nupp source to
 IR), `verify` (IR to the verifier's inline rendering), `fold` (IR to folded
-IR).  A stage whose implementation does not exist yet raises
+IR), `emit_c` (IR to C), `lanes` (IR to the lane analysis's report).  A stage whose implementation does not exist yet raises
 `StageUnavailable`: its cases skip locally and fail under CI=true.  A user
 error (NuppError, IRSyntaxError) is the stage's output, rendered like a
 diagnostic `case.nupp:L:C: error: ...` / `case.ir:L:C: error: ...`.
@@ -252,12 +252,23 @@ def stage_emit_c(text: str) -> str:
     return error if error is not None else emit_module(module, "case.nupp").source
 
 
+def stage_lanes(text: str) -> str:
+    """IR in, the lane analysis's report out (lane_rewrite/varying.py, report.py)."""
+    analyze_module = _lazy("nupp.lane_rewrite.varying", "analyze_module")
+    render_report = _lazy("nupp.lane_rewrite.report", "render_report")
+    module, error = _parse(text)
+    if error is not None:
+        return error
+    return render_report(module, analyze_module(module), "case.nupp") or "(no loops over spans)\n"
+
+
 STAGES: dict[str, Callable[[str], str]] = {
     "roundtrip": stage_roundtrip,
     "lower": stage_lower,
     "verify": stage_verify,
     "fold": stage_fold,
     "emit_c": stage_emit_c,
+    "lanes": stage_lanes,
 }
 # Stages whose output (when it is not a diagnostic) is IR in printed form.
 IR_OUTPUT_STAGES = frozenset({"roundtrip", "lower", "fold"})

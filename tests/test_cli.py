@@ -116,3 +116,14 @@ def test_emit_ir_after_each_stage(tmp_path):
     assert "add.i32(%a, wrap.f64.i32(6.5:f64))" in lowered.stdout
     assert "add.i32(%a, 6:i32)" in folded.stdout
     assert nupp_cmd("emit", "--ir", "--after", "nope", tmp_path / "k.nupp").returncode == 2
+
+
+def test_emit_report_names_each_span_loop(tmp_path):
+    (tmp_path / "k.nupp").write_text(
+        "local struct S\n    v: number\nend\n@aot\n"
+        "local function total(borrows s: span.Span<S>): number\n"
+        "    local sum = 0.0\n    for i = 1, #s do\n        sum = sum + s[i].v\n    end\n    return sum\nend\n")
+    proc = nupp_cmd("emit", "--report", "k.nupp", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("k.nupp:7:5: loop over %i: stays scalar:")
+    assert "add.f64" in proc.stdout
