@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from nupp.frontend import ast
+from nupp.frontend.printer import lua_string
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.widths import Width
@@ -118,7 +119,7 @@ class AotToLua:
     def raise_error(self, message: str, loc: ir.Loc) -> ast.CallStat:
         """`error("file:line: message", 0)`: the text native code raises too."""
         span = _span(loc)
-        text = ast.String(_lua_string(f"{self.where(loc)}: {message}"), span)
+        text = ast.String(lua_string(f"{self.where(loc)}: {message}"), span)
         return ast.CallStat(ast.Call(ast.Name("error", span), (text, ast.Number("0", span)), span), span)
 
     def where(self, loc: ir.Loc) -> str:
@@ -170,8 +171,8 @@ class AotToLua:
         form = NATIVE.get(e.op)
         if form is None:
             if OPS[e.op].raises:
-                args += (ast.String(_lua_string(self.where(e.loc)), span),)
-            table = ast.Index(ast.Name(OPS_TABLE, span), ast.String(_lua_string(e.op), span), span)
+                args += (ast.String(lua_string(self.where(e.loc)), span),)
+            table = ast.Index(ast.Name(OPS_TABLE, span), ast.String(lua_string(e.op), span), span)
             return ast.Call(table, args, span)
         kind = form[0]
         if kind == "binop":  # the writer adds the parentheses precedence needs
@@ -191,6 +192,3 @@ def _signed_expr(expr, negative: bool, span: ast.Span):
     return ast.Paren(ast.UnOp("-", expr, span), span) if negative else expr
 
 
-def _lua_string(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'

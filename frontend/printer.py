@@ -30,6 +30,20 @@ UNARY_PRECEDENCE = 12
 ATOM = 15  # literals, names, calls, parenthesized expressions
 
 
+def lua_string(text: str) -> str:
+    """`text` as a double-quoted Lua string literal (control characters as
+    decimal escapes, which every Lua reads)."""
+    out = []
+    for ch in text:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(f"\\{ord(ch):03d}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def precedence(expr) -> int:
     if isinstance(expr, ast.BinOp):
         return BINARY_PRECEDENCE[expr.op]

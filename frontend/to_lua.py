@@ -26,7 +26,7 @@ from nupp.frontend.aot_to_lua import OPS_TABLE, AotToLua
 from nupp.frontend.checker import check_module
 from nupp.frontend.diagnostics import Source
 from nupp.frontend.parser import parse
-from nupp.frontend.printer import LuaWriter
+from nupp.frontend.printer import LuaWriter, lua_string
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
 from nupp.frontend.validate import validate
 
@@ -67,8 +67,7 @@ def _name(id_: str, span: ast.Span) -> ast.Name:
 
 
 def _str(value: str, span: ast.Span) -> ast.String:
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return ast.String(f'"{escaped}"', span)
+    return ast.String(lua_string(value), span)
 
 
 def _call(func: str, args, span: ast.Span) -> ast.Call:
