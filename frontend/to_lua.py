@@ -44,6 +44,7 @@ class NativeModule:
     cdef: str
     errors: tuple[str, ...]
     functions: dict  # Nupp name -> (C symbol, result cdef type or None)
+    mode: str = "scalar"  # how the library was built: "scalar" or "lane"
 
 
 def translate(source: Source, native: NativeModule | None = None) -> str:
@@ -238,7 +239,7 @@ class ToLua:
         symbol, ctype = self.native.functions[name]
         bind = ast.Field(ast.Field(_name("__nupp", span), "native", span), "bind", span)
         args = (_name(NATIVE_MODULE, span), _str(symbol, span), _str(name, span), params, result, options,
-                _str(ctype, span) if ctype else ast.Nil(span), interpreted)
+                _str(ctype, span) if ctype else ast.Nil(span), interpreted, _str(self.native.mode, span))
         return ast.Assign((target,), (ast.Call(bind, args, span),), span)
 
     def param_descriptor(self, p: ast.Param, span: ast.Span) -> ast.Table:

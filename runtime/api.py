@@ -1,6 +1,6 @@
 """The Python API: Nupp kernels called from Python with NumPy arrays.
 
-    kernels = nupp.load("kernels.nupp")            # mode "scalar" (native C) or "interp"
+    kernels = nupp.load("kernels.nupp")            # mode "scalar" (native C), "lane" or "interp"
     pixels = numpy.zeros(n, dtype=kernels.dtype("Pixel"))
     kernels.mandelbrot(out, pixels, 256)
 
@@ -57,9 +57,9 @@ end
 class NuppModule:
     """A loaded .nupp module: its @aot functions as Python callables, its structs as dtypes."""
 
-    def __init__(self, path: str | Path, mode: str = "scalar", cc: str = "gcc"):
+    def __init__(self, path: str | Path, mode: str = "scalar", cc: str = "gcc", gang: int = 8):
         path = Path(path)
-        self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc)
+        self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc, gang=gang)
         lua = self._host.lua
         source = Source.from_file(display_path(path))
         exports = lua.eval(_LOAD_MODULE)(self._host.translate(source), "@" + source.path)
@@ -121,6 +121,6 @@ def struct_dtype(info) -> np.dtype:
                      "itemsize": int(info["size"])})
 
 
-def load(path: str | Path, mode: str = "scalar", cc: str = "gcc") -> NuppModule:
-    """Load a .nupp module for calls from Python."""
-    return NuppModule(path, mode, cc)
+def load(path: str | Path, mode: str = "scalar", cc: str = "gcc", gang: int = 8) -> NuppModule:
+    """Load a .nupp module for calls from Python (`gang`: G of mode "lane", 4 or 8)."""
+    return NuppModule(path, mode, cc, gang)

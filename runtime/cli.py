@@ -1,6 +1,6 @@
 """The `nupp` command line.
 
-    nupp run FILE.nupp [--aot on|off] [--mode interp|scalar] [--cc gcc|clang] [ARGS...]
+    nupp run FILE.nupp [--aot on|off] [--mode interp|scalar|lane] [--gang 4|8] [--cc gcc|clang] [ARGS...]
     nupp check FILE.nupp                          report diagnostics
     nupp emit --lua FILE.nupp                     print the ordinary translation
     nupp emit --ir [--after STAGE] FILE.nupp      print the scalar IR (after a pipeline stage)
@@ -28,6 +28,7 @@ from nupp.pipeline import STAGES, compile_module
 from nupp.runtime.host import MODES, Host, LuaRunError, display_path
 from nupp.scalar_ir.text import print_module
 
+GANG_CHOICES = ("4", "8")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
 
@@ -43,8 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--aot", choices=("on", "off"), default="on",
                      help="run @aot functions as native code (on, the default) or as ordinary Nupp (off)")
     run.add_argument("--mode", choices=MODES, default=None,
-                     help="how @aot functions run: interp (ordinary Nupp) or scalar (compiled C); "
+                     help="how @aot functions run: interp (ordinary Nupp), scalar (compiled C) or lane "
+                          "(compiled C, simple span loops in SIMD gangs); "
                           "--aot on picks the best native mode, --aot off means interp")
+    run.add_argument("--gang", choices=GANG_CHOICES, default="8",
+                     help="with --mode lane: iterations per gang (4 or 8, the default)")
     run.add_argument("--cc", default="gcc", help="the C compiler for native code (gcc or clang)")
     run.add_argument("args", nargs=argparse.REMAINDER,
                      help="arguments passed to the script as `...` (nupp's own options may come "
@@ -106,7 +110,7 @@ def _read_source(path: str) -> Source:
         raise NuppError([Diagnostic(Source(path, ""), 1, 1, f"cannot read '{path}': {reason}")]) from None
 
 
-RUN_OPTIONS = {"--aot": ("on", "off"), "--mode": MODES, "--cc": None}
+RUN_OPTIONS = {"--aot": ("on", "off"), "--mode": MODES, "--cc": None, "--gang": GANG_CHOICES}
 
 
 def _take_run_options(args) -> None:
@@ -147,7 +151,7 @@ def cmd_run(args) -> int:
     _take_run_options(args)
     mode = _run_mode(args)
     source = _read_source(args.file)
-    host = Host(search_path=[Path(args.file).resolve().parent], mode=mode, cc=args.cc)
+    host = Host(search_path=[Path(args.file).resolve().parent], mode=mode, cc=args.cc, gang=int(args.gang))
     sys.stdout.flush()
     try:
         host.run_source(source, tuple(args.args))

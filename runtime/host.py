@@ -70,19 +70,23 @@ end
 """
 
 
-MODES = ("interp", "scalar")
+MODES = ("interp", "scalar", "lane")
+NATIVE_MODES = ("scalar", "lane")
 
 
 class Host:
     """A Nupp program's world: a LuaJIT state, its module search path, and how
-    `@aot` functions run: "interp" (their IR as Lua) or "scalar" (compiled C)."""
+    `@aot` functions run: "interp" (their IR as Lua), "scalar" (compiled C) or
+    "lane" (compiled C with simple span loops in gangs of `gang`, emit_c/lane.py)."""
 
-    def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc"):
+    def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc",
+                 gang: int = 8):
         if mode not in MODES:
             raise ValueError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
         self.lua = new_lua_runtime()
         self.mode = mode
         self.cc = cc
+        self.gang = gang
         self.search_path = [Path(p) for p in (search_path or [])]
         self.module_error: Exception | None = None  # raised in Python once Lua unwinds
         self._run_chunk = self.lua.eval(_RUN_CHUNK)
@@ -98,7 +102,7 @@ class Host:
 
     def translate(self, source: Source) -> str:
         """The Lua for a module in this host's mode (compiling its @aot functions if native)."""
-        return translate(source, self.native_module(source) if self.mode == "scalar" else None)
+        return translate(source, self.native_module(source) if self.mode in NATIVE_MODES else None)
 
     def native_module(self, source: Source) -> NativeModule | None:
         """The compiled library of a module's @aot functions (None if it has none)."""
@@ -111,10 +115,15 @@ class Host:
             return None
         # a prefix per module: LuaJIT's C namespace is shared by every module of the state
         prefix = "nupp_" + hashlib.sha256(f"{source.path}\0{source.text}".encode()).hexdigest()[:10] + "_"
-        c_module = emit_module(module, source.path, prefix)
+        if self.mode == "lane":
+            from nupp.emit_c.lane import emit_lane_module
+            c_module = emit_lane_module(module, source.path, prefix, self.gang)
+        else:
+            c_module = emit_module(module, source.path, prefix)
         library = build_library(c_module.source, find_toolchain(self.cc), source.path)
+        mode = f"lane{self.gang}" if self.mode == "lane" else self.mode
         return NativeModule(str(library), c_module.cdef, c_module.errors,
-                            {f.name: (f.symbol, f.result) for f in c_module.functions})
+                            {f.name: (f.symbol, f.result) for f in c_module.functions}, mode)
 
     def run_lua(self, text: str, chunkname: str = "=lua", args: tuple = ()) -> None:
         """Run plain Lua (no translation), e.g. as an oracle for the translator."""

@@ -57,14 +57,14 @@ end
 -- script can run them all and demand identical answers.
 native.executions = setmetatable({}, { __mode = "k" })
 
-function native.bind(module, symbol, name, params, result, options, result_ctype, interpreted)
+function native.bind(module, symbol, name, params, result, options, result_ctype, interpreted, mode)
     local fn = module.lib[symbol]
     local out = result_ctype and ffi.new(result_ctype .. "[1]") or nil
     local call = caller(abi_arity(params), out ~= nil)(fn, out, module.errors)
     local opts = { spans_as_pointers = true }
     for k, v in pairs(options or {}) do opts[k] = v end
     local bound = boundary.wrap(call, name, params, result, opts)
-    native.executions[bound] = { { name = "interp", run = interpreted }, { name = "scalar", run = bound } }
+    native.executions[bound] = { { name = "interp", run = interpreted }, { name = mode or "scalar", run = bound } }
     return bound
 end
 

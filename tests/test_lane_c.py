@@ -1,0 +1,351 @@
+"""Lane C (emit_c/lane.py): gangs of G iterations, bit-identical to the scalar C.
+
+Every call is made twice through the Python API, `nupp.load(path,
+mode="scalar")` and `nupp.load(path, mode="lane", gang=G)`, on identical
+copies of the inputs; written spans, results and error texts must agree
+(binary64 fields: any NaN equals any NaN; everything else, float fields
+included, to the bit: test_native_differential's rule).
+
+  * which loops run in gangs: mix, advance and correct (and the lane test
+    kernel below) do; mandelbrot's varying while and tecsbits's varying
+    if/switch do not, nor a loop with an op that can raise;
+  * every BENCH kernel, and LANE_KERNEL (integers, booleans, a uniform if,
+    a uniform inner loop, the counter as a value, a uniform broadcast), at
+    G = 4 and 8 with gcc and clang: on every span length 0..2G+1 and the full
+    edge set; the C compiles under -Wall -Wextra -Wpedantic -Werror;
+  * the text of mix's lane C: the vector typedefs, the gang loop, the tail;
+  * slow: the lane C of each kernel built with UBSan, run on the same inputs
+    in a child process, outputs equal to the scalar C's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nupp.emit_c.lane import emit_lane_module, lane_loops
+from nupp.emit_c.scalar import emit_module
+from nupp.frontend.diagnostics import Source
+from nupp.pipeline import compile_module
+from nupp.runtime.api import load
+from nupp.runtime.host import Host, display_path
+
+from .conftest import require_tool
+from .test_native_differential import (COMPILERS, FULL_ROWS, KERNELS, RANDOM_ROWS, ROOT, Kernel, _ubsan_flags,
+                                       call, field_differences, kernel_inputs, same_scalar,
+                                       ubsan_environment)
+
+GANGS = (4, 8)
+
+LANE_KERNEL = """\
+local span = nupp.mem.span
+local f32 = nupp.math.f32
+
+local struct Row
+    a: int32
+    b: uint32
+    x: number
+    f: float
+end
+
+local struct Out
+    s: int32
+    u: uint32
+    y: number
+    g: float
+    k: int32
+    q: int64
+end
+
+@aot
+local function blend(exclusive out: span.WriteSpan<Out>, borrows inp: span.Span<Row>, k: int32, w: number): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        local r = inp[i]
+        local s = r.a * k + i
+        local t = (r.a & 255) ~ (r.a >> 3)
+        if k > 2 then
+            s = s - r.a // 7
+        end
+        local acc: int32 = 0
+        for j = 1, 3 do
+            acc = acc + j * r.a
+        end
+        local y = r.x * w - r.x / 3
+        local big = (r.a > k) and (r.x < w)
+        local same = big == (k > 0)
+        out[i].k = i - k
+        out[i].s = s + acc
+        out[i].u = r.b * 2654435761 + r.b
+        out[i].y = math.min(y, w) + math.floor(r.x % 5)
+        out[i].g = f32.fma(f32.narrow(r.f), f32.narrow(w), f32.narrow(r.f))
+        out[i].q = t
+    end
+end
+
+return {Row = Row, Out = Out, blend = blend}
+"""
+
+# A loop with an op that can raise (// by a variable) stays scalar.
+RAISING_KERNEL = """\
+local span = nupp.mem.span
+
+local struct Cell
+    v: int32
+end
+
+@aot
+local function divide(exclusive out: span.WriteSpan<Cell>, d: int32): nil
+    for i = 1, #out do
+        out[i].v = out[i].v // d
+    end
+end
+
+return {Cell = Cell, divide = divide}
+"""
+
+QUALIFYING = {"mixedwidth": "mix", "simd": "advance", "corrected": "correct"}
+SCALAR_ONLY = {"mandelbrot": "varying control flow", "tecsbits": "varying control flow"}
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory) -> dict[str, Kernel]:
+    folder = tmp_path_factory.mktemp("lane-kernels")
+    (folder / "lanemix.nupp").write_text(LANE_KERNEL)
+    (folder / "raising.nupp").write_text(RAISING_KERNEL)
+    found = dict(KERNELS)
+    found["lanemix"] = Kernel(folder / "lanemix.nupp", "blend", ("Out", "Row"),
+                              ((3, 0.5), (-1, float("nan")), (-2147483648, float("inf")), (7, -1e300)))
+    found["raising"] = Kernel(folder / "raising.nupp", "divide", ("Cell",), ((3,), (-1,), (0,)))
+    return found
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("nupp-lane-cache")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(cache_dir, monkeypatch):
+    monkeypatch.setenv("NUPP_CACHE_DIR", str(cache_dir))
+
+
+_LOADED: dict = {}
+
+
+def loaded(path: Path, mode: str, cc: str = "gcc", gang: int = 8):
+    key = (str(path), mode, cc, gang)
+    if key not in _LOADED:
+        _LOADED[key] = load(str(path), mode=mode, cc=cc, gang=gang)
+    return _LOADED[key]
+
+
+def compiled(path: Path):
+    source = Source.from_file(display_path(path))
+    return source, compile_module(source)
+
+
+def lane_cases(module, kernel: Kernel, gang: int):
+    """(label, args): every span length 0..2G+1 with each scalar tuple, then the full edge set."""
+    for n in range(2 * gang + 2):
+        for scalars in kernel.scalars:
+            yield f"length {n} {scalars}", (*kernel_inputs(module, kernel, n, offset=7 * n), *scalars)
+    full = kernel_inputs(module, kernel, FULL_ROWS, RANDOM_ROWS)
+    for scalars in kernel.scalars:
+        yield f"full {scalars}", (*full, *scalars)
+    if len(kernel.spans) > 1:
+        spans = kernel_inputs(module, kernel, 3)
+        spans[-1] = kernel_inputs(module, kernel, 4)[-1]
+        yield "length mismatch", (*spans, *kernel.scalars[0])
+
+
+def assert_same(scalar, lane, what: str) -> None:
+    assert scalar.error == lane.error, f"{what}: error texts differ: {scalar.error!r} vs {lane.error!r}"
+    assert same_scalar(scalar.result, lane.result), f"{what}: results {scalar.result!r} vs {lane.result!r}"
+    for k, (a, b) in enumerate(zip(scalar.spans, lane.spans)):
+        problems = field_differences(a, b)
+        assert not problems, f"{what}: span #{k + 1} differs:\n" + "\n".join(problems[:10])
+
+
+# ---- which loops run in gangs ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(QUALIFYING))
+def test_bench_loop_runs_in_gangs(name):
+    _, module = compiled(KERNELS[name].path)
+    fn = next(f for f in module.functions if f.name == QUALIFYING[name])
+    assert [why for _, _, why in lane_loops(fn)] == [None]
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_ONLY))
+def test_bench_loop_with_varying_control_stays_scalar(name):
+    _, module = compiled(KERNELS[name].path)
+    fn = next(f for f in module.functions if f.name == KERNELS[name].function)
+    (why,) = [why for _, _, why in lane_loops(fn)]
+    assert why is not None and SCALAR_ONLY[name] in why
+
+
+def test_a_loop_that_can_raise_stays_scalar_and_its_c_is_the_scalar_c(kernels):
+    source, module = compiled(kernels["raising"].path)
+    (fn,) = module.functions
+    (why,) = [why for _, _, why in lane_loops(fn)]
+    assert why == "an op that can raise"
+    lane = emit_lane_module(module, source.path, "nupp_", 8).source
+    scalar = emit_module(module, source.path, "nupp_").source
+    assert lane.split("*/", 1)[1] == scalar.split("*/", 1)[1]
+
+
+def test_the_lane_kernel_runs_in_gangs(kernels):
+    _, module = compiled(kernels["lanemix"].path)
+    assert [why for f in module.functions for _, _, why in lane_loops(f)] == [None]
+
+
+# ---- the text -------------------------------------------------------------------------------
+
+def test_mix_lane_c_has_vector_types_a_gang_loop_and_a_scalar_tail():
+    source, module = compiled(KERNELS["mixedwidth"].path)
+    text = emit_lane_module(module, source.path, "nupp_", 8).source
+    assert "typedef double nu_f64x8 __attribute__((vector_size(64)));" in text
+    assert "typedef float nu_f32x8 __attribute__((vector_size(32)));" in text
+    assert "gangs of 8" in text.split("*/", 1)[0]
+    assert "for (; c1 + 7 <= n_outputs; c1 += 8) {" in text
+    assert "for (; c1 <= n_outputs; ++c1) {" in text  # the tail
+    assert "for (int l = 0; l < 8; l++) p_outputs[b2 + l - 1].f_value = nu_f32_canon(" in text
+    # the functions without a span loop are the scalar C
+    scalar = emit_module(module, source.path, "nupp_").source
+    for name in ("nuppi_add", "nuppi_choose"):
+        assert scalar.split(f"static int32_t {name}(")[1].split("\n}\n")[0] in text
+    four = emit_lane_module(module, source.path, "nupp_", 4).source
+    assert "typedef float nu_f32x4 __attribute__((vector_size(16)));" in four
+    assert "for (; c1 + 3 <= n_outputs; c1 += 4) {" in four
+
+
+def test_gang_must_be_4_or_8():
+    source, module = compiled(KERNELS["mixedwidth"].path)
+    with pytest.raises(ValueError):
+        emit_lane_module(module, source.path, "nupp_", 16)
+
+
+# ---- the C compiles clean -------------------------------------------------------------------
+
+@pytest.mark.parametrize("cc", COMPILERS)
+@pytest.mark.parametrize("gang", GANGS)
+def test_lane_c_compiles_without_warnings(cc, gang, kernels, tmp_path):
+    require_tool(cc)
+    for name, kernel in sorted(kernels.items()):
+        source, module = compiled(kernel.path)
+        c_file = tmp_path / f"{name}.c"
+        c_file.write_text(emit_lane_module(module, source.path, "nupp_", gang).source)
+        proc = subprocess.run([cc, "-std=c11", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Wpedantic",
+                               "-Werror", "-fPIC", "-shared", "-o", str(tmp_path / f"{name}.so"), str(c_file),
+                               "-lm"], capture_output=True, text=True)
+        assert proc.returncode == 0, f"{name} G={gang} ({cc}):\n{proc.stderr}"
+
+
+# ---- lane C equals scalar C -----------------------------------------------------------------
+
+@pytest.mark.parametrize("cc", COMPILERS)
+@pytest.mark.parametrize("gang", GANGS)
+@pytest.mark.parametrize("name", sorted(QUALIFYING) + sorted(SCALAR_ONLY) + ["lanemix", "raising"])
+def test_lane_agrees_with_scalar_on_every_tail(name, gang, cc, kernels):
+    require_tool(cc)
+    kernel = kernels[name]
+    scalar = loaded(kernel.path, "scalar", cc)
+    lane = loaded(kernel.path, "lane", cc, gang)
+    for label, args in lane_cases(scalar, kernel, gang):
+        assert_same(call(scalar, kernel.function, args), call(lane, kernel.function, args),
+                    f"{name} {label} (G={gang}, {cc})")
+
+
+def test_host_accepts_mode_lane_and_cli_parses_gang():
+    from nupp.runtime.cli import build_parser
+    assert Host(mode="lane", gang=4).gang == 4
+    args = build_parser().parse_args(["run", "--mode", "lane", "--gang", "4", "x.nupp"])
+    assert (args.mode, args.gang) == ("lane", "4")
+
+
+def test_nupp_run_mode_lane(tmp_path):
+    env = dict(os.environ, NUPP_CACHE_DIR=str(tmp_path))
+    script = str(ROOT / "bench" / "kernel-subset-spike" / "mixedwidth_main.nupp")
+    outputs = []
+    for extra in (["--mode", "scalar"], ["--mode", "lane", "--gang", "4"], ["--mode", "lane"]):
+        proc = subprocess.run([sys.executable, "-m", "nupp", "run", *extra, script, "1000"],
+                              capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        mode = "scalar" if extra[1] == "scalar" else "lane" + (extra[3] if len(extra) > 2 else "8")
+        assert f"  {mode} " in proc.stdout  # the native execution is named after its mode
+        # compare everything but the mode's name and the timing column (samples/s)
+        rows = [line.replace(mode, "native").split() for line in proc.stdout.splitlines()]
+        outputs.append([row[:-2] + row[-1:] if row and row[-1] in ("yes", "no") else row for row in rows])
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+# ---- UBSan ----------------------------------------------------------------------------------
+
+def lane_ubsan_child(cc: str, out_dir: str, folder: str) -> None:
+    """In a child process: each kernel's lane C (G = 4 and 8) built with UBSan,
+    called through cffi on lane_cases' inputs; the outputs saved as .npy."""
+    import cffi
+
+    from nupp.runtime.native import build_library, find_toolchain
+
+    toolchain = find_toolchain(cc, extra_flags=_ubsan_flags(cc))
+    targets = dict(QUALIFYING)
+    targets["lanemix"] = "blend"
+    for gang in GANGS:
+        for name in sorted(targets):
+            kernel = KERNELS.get(name) or Kernel(Path(folder) / "lanemix.nupp", "blend", ("Out", "Row"),
+                                                 ((3, 0.5), (-1, float("nan"))))
+            source, module = compiled(kernel.path)
+            cmodule = emit_lane_module(module, source.path, "nupp_", gang)
+            library = build_library(cmodule.source, toolchain, source.path)
+            ffi = cffi.FFI()
+            ffi.cdef(cmodule.cdef)
+            lib = ffi.dlopen(str(library))
+            fn = next(f for f in cmodule.functions if f.name == kernel.function)
+            interp = load(str(kernel.path), mode="interp")  # the dtypes and the inputs only
+            for index, (_, args) in enumerate(lane_cases(interp, kernel, gang)):
+                args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+                c_args = []
+                for a in args:
+                    c_args += [ffi.cast("void *", a.ctypes.data), len(a)] if isinstance(a, np.ndarray) else [a]
+                status = getattr(lib, fn.symbol)(*c_args)
+                for k, a in enumerate(a for a in args if isinstance(a, np.ndarray)):
+                    np.save(Path(out_dir) / f"{name}-{gang}-{index}-{k}.npy", a)
+                (Path(out_dir) / f"{name}-{gang}-{index}.status").write_text(str(status))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_lane_c_runs_clean_under_ubsan(cc, tmp_path, kernels):
+    require_tool(cc)
+    env = ubsan_environment(cc)
+    env["NUPP_CACHE_DIR"] = str(tmp_path / "cache")
+    folder = str(kernels["lanemix"].path.parent)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from tests.test_lane_c import lane_ubsan_child; "
+         "lane_ubsan_child(sys.argv[1], sys.argv[2], sys.argv[3])", cc, str(tmp_path), folder],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-6000:]}"
+    assert "runtime error" not in proc.stderr, proc.stderr[-6000:]
+    compared = 0
+    for gang in GANGS:
+        for name in sorted(QUALIFYING) + ["lanemix"]:
+            kernel = kernels[name]
+            if name == "lanemix":
+                kernel = Kernel(kernel.path, kernel.function, kernel.spans, kernel.scalars[:2])
+            scalar = loaded(kernel.path, "scalar", cc)
+            for index, (label, args) in enumerate(lane_cases(scalar, kernel, gang)):
+                expected = call(scalar, kernel.function, args)
+                status = int((tmp_path / f"{name}-{gang}-{index}.status").read_text())
+                assert (status != 0) == (expected.error is not None), f"{name} {label}: status {status}"
+                for k, span in enumerate(expected.spans):
+                    got = np.load(tmp_path / f"{name}-{gang}-{index}-{k}.npy")
+                    problems = field_differences(span, got)
+                    assert not problems, f"{name} G={gang} {label} (UBSan):\n" + "\n".join(problems[:10])
+                    compared += 1
+    assert compared > 0
