@@ -50,6 +50,7 @@ from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_type
 from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter, raises
 from nupp.lane_rewrite.varying import analyze_function, span_loops
 from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.walk import own_exprs, statements, subexprs
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width
 from nupp.verifier import check as verify
@@ -105,7 +106,7 @@ def refusal(fn: ir.Function, loop: ir.For, plan) -> Optional[str]:
         return "a reduction (not emitted yet)"
     if loop.step != 1:
         return f"step {loop.step} (gangs need step 1)"
-    inside = list(_statements(loop.body))
+    inside = list(statements(loop.body))
     declared = {s.name for s in inside if isinstance(s, ir.Let)} | {s.var for s in inside if isinstance(s, ir.For)}
     stored, touched = set(), set()
     for s in inside:
@@ -120,15 +121,15 @@ def refusal(fn: ir.Function, loop: ir.For, plan) -> Optional[str]:
             touched.add(s.span)
             if s.index != loop.var:
                 return f"a store at %{s.index}, not the counter"
-        for e in _own_exprs(s):
+        for e in own_exprs(s):
             if raises(e):
                 return "an op that can raise"
-            for x in _subexprs(e):
+            for x in subexprs(e):
                 if isinstance(x, ir.Load):
                     touched.add(x.span)
     for s in inside:
-        for e in _own_exprs(s):
-            for x in _subexprs(e):
+        for e in own_exprs(s):
+            for x in subexprs(e):
                 if isinstance(x, ir.Load) and x.index != loop.var and (
                         x.span in stored or x.index in plan.varying):
                     return f"a load of %{x.span} at %{x.index}, not the counter"
@@ -234,7 +235,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
     def varying(self, e) -> bool:
         return self.plan is not None and any(
             isinstance(x, ir.Load) or (isinstance(x, ir.Var) and x.name in self.plan.varying)
-            for x in _subexprs(e))
+            for x in subexprs(e))
 
     def stmt_Let(self, s: ir.Let) -> None:
         if self.plan is None or s.name not in self.plan.varying:
@@ -332,33 +333,3 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.line(f"{self.vec(e.width)} {t} = {{0}};")
         self.line(f"for (int l = 0; l < {self.gang}; l++) {t}[l] = {_bare(rendering.scalar.format(*args))};")
         return t
-
-
-# ---- walking the tree ---------------------------------------------------------------
-
-def _statements(stmts):
-    for s in stmts:
-        yield s
-        for attr in ("then", "orelse", "body"):
-            yield from _statements(getattr(s, attr, ()))
-
-
-def _own_exprs(s) -> tuple:
-    if isinstance(s, (ir.Let, ir.Assign, ir.Store)):
-        return () if s.value is None else (s.value,)
-    if isinstance(s, (ir.If, ir.While, ir.Assert)):
-        return (s.cond,)
-    if isinstance(s, ir.For):
-        return (s.start, s.stop)
-    if isinstance(s, ir.Return):
-        return () if s.value is None else (s.value,)
-    if isinstance(s, ir.Eval):
-        return (s.expr,)
-    return ()
-
-
-def _subexprs(e):
-    yield e
-    if isinstance(e, (ir.Op, ir.Call)):
-        for arg in e.args:
-            yield from _subexprs(arg)

@@ -70,6 +70,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.walk import blocks, own_exprs, subexprs, var_names
 from nupp.scalar_ir.ops import OPS
 
 GANGS = (4, 8, 16)
@@ -107,7 +108,7 @@ def span_loops(fn: ir.Function) -> list[ir.For]:
 
     def reads_length(e) -> bool:
         return any(isinstance(x, ir.Len) or (isinstance(x, ir.Var) and x.name in lengths)
-                   for x in _subexprs(e))
+                   for x in subexprs(e))
 
     found: list[ir.For] = []
 
@@ -116,7 +117,7 @@ def span_loops(fn: ir.Function) -> list[ir.For]:
             if isinstance(s, ir.For) and (reads_length(s.start) or reads_length(s.stop)):
                 found.append(s)
             else:
-                for block in _blocks(s):
+                for block in blocks(s):
                     visit(block)
 
     visit(fn.body)
@@ -157,7 +158,7 @@ def _analyze_loop(fn: ir.Function, loop: ir.For, order) -> LoopPlan:
     if problem:
         refusals.append(problem)
 
-    read = {v for s in inside for e in _own_exprs(s) for v in _var_names(e)}
+    read = {v for s in inside for e in own_exprs(s) for v in var_names(e)}
     lanes = not refusals
     return LoopPlan(
         loc=loop.loc, counter=loop.var, lanes=lanes, reason=None if lanes else refusals[0],
@@ -188,7 +189,7 @@ class _Inference:
 
     def is_varying(self, e) -> bool:
         return any(isinstance(x, ir.Load) or (isinstance(x, ir.Var) and x.name in self.varying)
-                   for x in _subexprs(e))
+                   for x in subexprs(e))
 
     def block(self, stmts, masked: bool, target) -> None:
         for s in stmts:
@@ -228,8 +229,8 @@ def _unsupported(inside) -> list[str]:
     for s in inside:
         if isinstance(s, ir.Return):
             problems.append(f"returns at {s.loc} from inside the loop: a return is not lane-rewritten yet")
-        for e in _own_exprs(s):
-            for x in _subexprs(e):
+        for e in own_exprs(s):
+            for x in subexprs(e):
                 if isinstance(x, ir.Call):
                     problems.append(f"calls @{x.func} at {s.loc}: calls are not lane-rewritten yet")
     return problems
@@ -243,8 +244,8 @@ def _carried(body, outer: set[str]) -> dict[str, ir.Loc]:
     def block(stmts, assigned: set[str]) -> set[str]:
         assigned = set(assigned)
         for s in stmts:
-            for e in _own_exprs(s):
-                for v in _var_names(e):
+            for e in own_exprs(s):
+                for v in var_names(e):
                     if v in outer and v not in assigned:
                         found.setdefault(v, s.loc)
             if isinstance(s, ir.Assign) and s.name in outer:
@@ -263,7 +264,7 @@ def _classify_carried(name: str, first_read: ir.Loc, inside) -> tuple[str | None
     """(the reduction's op, None) or (None, why the loop stays scalar)."""
     updates = [s for s in inside if isinstance(s, ir.Assign) and s.name == name]
     ops = {_reduction_op(name, s.value) for s in updates}
-    reads = [s.loc for s in inside for e in _own_exprs(s) for v in _var_names(e) if v == name]
+    reads = [s.loc for s in inside for e in own_exprs(s) for v in var_names(e) if v == name]
     if len(ops) == 1 and None not in ops:
         op = ops.pop()
         if not OPS[op].exact:
@@ -285,9 +286,9 @@ def _reduction_op(name: str, value) -> str | None:
     if not isinstance(value, ir.Op) or OPS[value.op].base not in REDUCTION_OPS or len(value.args) != 2:
         return None
     left, right = value.args
-    if _is_var(left, name) and name not in _var_names(right):
+    if _is_var(left, name) and name not in var_names(right):
         return value.op
-    if _is_var(right, name) and name not in _var_names(left) and OPS[value.op].base != "sub":
+    if _is_var(right, name) and name not in var_names(left) and OPS[value.op].base != "sub":
         return value.op
     return None
 
@@ -347,8 +348,8 @@ def _reads_after(loop: ir.For, order) -> dict[str, ir.Loc]:
         inside_loop = index <= k < end
         in_loop_around = any(s is a for a in around) or any(a is b for a in ancestors for b in around)
         if not inside_loop and (k >= end or in_loop_around):
-            for e in _own_exprs(s):
-                for v in _var_names(e):
+            for e in own_exprs(s):
+                for v in var_names(e):
                     found.setdefault(v, s.loc)
     return found
 
@@ -387,8 +388,8 @@ def _effect(s, outer: set[str]) -> str | None:
         return "an assert"
     if isinstance(s, ir.Assign) and s.name in outer:
         return f"an assignment to %{s.name}"
-    for e in _own_exprs(s):
-        for x in _subexprs(e):
+    for e in own_exprs(s):
+        for x in subexprs(e):
             if isinstance(x, ir.Op) and OPS[x.op].raises:
                 return f"{x.op}, which can raise"
     return None
@@ -407,7 +408,7 @@ def _length_locals(fn: ir.Function) -> set[str]:
         for s in sets:
             if s.name not in lengths and any(
                     isinstance(x, ir.Len) or (isinstance(x, ir.Var) and x.name in lengths)
-                    for x in _subexprs(s.value)):
+                    for x in subexprs(s.value)):
                 lengths.add(s.name)
                 changed = True
     return lengths
@@ -416,42 +417,12 @@ def _length_locals(fn: ir.Function) -> set[str]:
 def _preorder(stmts, ancestors) -> Iterator[tuple[object, tuple]]:
     for s in stmts:
         yield s, ancestors
-        for block in _blocks(s):
+        for block in blocks(s):
             yield from _preorder(block, ancestors + (s,))
 
 
-def _blocks(s) -> tuple:
-    if isinstance(s, ir.If):
-        return (s.then, s.orelse)
-    if isinstance(s, (ir.For, ir.While)):
-        return (s.body,)
-    return ()
 
 
-def _own_exprs(s) -> tuple:
-    """The expressions a statement evaluates itself (not those of its blocks)."""
-    if isinstance(s, (ir.Let, ir.Assign, ir.Store)):
-        return () if s.value is None else (s.value,)
-    if isinstance(s, (ir.If, ir.While, ir.Assert)):
-        return (s.cond,)
-    if isinstance(s, ir.For):
-        return (s.start, s.stop)
-    if isinstance(s, ir.Return):
-        return () if s.value is None else (s.value,)
-    if isinstance(s, ir.Eval):
-        return (s.expr,)
-    return ()
-
-
-def _subexprs(e) -> Iterator:
-    yield e
-    if isinstance(e, (ir.Op, ir.Call)):
-        for arg in e.args:
-            yield from _subexprs(arg)
-
-
-def _var_names(e) -> list[str]:
-    return [x.name for x in _subexprs(e) if isinstance(x, ir.Var)]
 
 
 def _is_var(e, name: str) -> bool:

@@ -1,0 +1,49 @@
+"""Read-only walks over the scalar IR, shared by the analyses and emitters."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from nupp.scalar_ir import nodes as ir
+
+
+def blocks(s) -> tuple:
+    """The statement blocks nested directly in a statement."""
+    if isinstance(s, ir.If):
+        return (s.then, s.orelse)
+    if isinstance(s, (ir.For, ir.While)):
+        return (s.body,)
+    return ()
+
+
+def statements(stmts) -> Iterator:
+    """Every statement of a block, nested ones included, in source order."""
+    for s in stmts:
+        yield s
+        for block in blocks(s):
+            yield from statements(block)
+
+
+def own_exprs(s) -> tuple:
+    """The expressions a statement evaluates itself (not those of its blocks)."""
+    if isinstance(s, (ir.Let, ir.Assign, ir.Store, ir.Return)):
+        return () if s.value is None else (s.value,)
+    if isinstance(s, (ir.If, ir.While, ir.Assert)):
+        return (s.cond,)
+    if isinstance(s, ir.For):
+        return (s.start, s.stop)
+    if isinstance(s, ir.Eval):
+        return (s.expr,)
+    return ()
+
+
+def subexprs(e) -> Iterator:
+    """An expression and every expression inside it."""
+    yield e
+    if isinstance(e, (ir.Op, ir.Call)):
+        for arg in e.args:
+            yield from subexprs(arg)
+
+
+def var_names(e) -> list[str]:
+    return [x.name for x in subexprs(e) if isinstance(x, ir.Var)]
