@@ -216,15 +216,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.depth -= 1
         self.line("}")
         self.line(f"for (; {counter} <= {stop}; ++{counter}) {{")  # the tail: n mod G iterations
-        self.depth += 1
-        self.scopes.append({})
-        var = self.bind(s.var)
-        self.declare_line(f"const int32_t {var} = (int32_t){counter};", var, drop=True)
-        for stmt in s.body:
-            self.stmt(stmt)
-        self.scopes.pop()
-        self.depth -= 1
-        self.line("}")
+        self.counted_body(s, counter)
         self.depth -= 1
         self.line("}")
 

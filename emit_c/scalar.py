@@ -532,6 +532,11 @@ class _FunctionEmitter:
         step = {1: f"++{counter}", -1: f"--{counter}"}.get(
             s.step, f"{counter} += {s.step}" if s.step > 0 else f"{counter} -= {-s.step}")
         self.line(f"for (int64_t {counter} = {start}; {test}; {step}) {{")
+        self.counted_body(s, counter)
+
+    def counted_body(self, s: ir.For, counter: str) -> None:
+        """A counted loop's body after its `for (...) {`: the int32 counter
+        derived from the int64 one, the statements, and the closing brace."""
         self.depth += 1
         self.scopes.append({})
         var = self.bind(s.var)
