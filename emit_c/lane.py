@@ -33,8 +33,24 @@ same IEEE / modular operation per lane (`NATIVE` below: binary64 and
 binary32 + - * / and negation, built with -ffp-contract=off; integer + - *
 in the unsigned vector type; bitwise and/or/xor).
 
-A loop qualifies when its LoopPlan has `lanes` with no varying control, no
-masked breaks and no reductions, and (checked here, `refusal`) its step is
+An if whose condition varies runs under masks, ISPC style: the gang body
+starts with every lane active (no mask); `if c then A else B end` computes
+the 0/1 vectors m_then = mask & c and m_else = mask & !c and runs A under
+m_then and B under m_else, each skipped when no lane of its mask is set (an
+elseif chain is nested ifs; a switch on a varying selector is emitted as its
+chain, its labels ignored).  Under a mask an assignment to a varying local is
+a per-lane select (`x[l] = m[l] ? v[l] : x[l]`) and a store a per-lane
+conditional store (`if (m[l]) p[...] = ...`); a local assigned under a
+varying condition is varying (the analysis), and a local declared in a masked
+arm lives only there, so its inactive lanes are never observed.  Every value
+is still computed in every lane: loads are in bounds for the whole loop (the
+verifier) and the loop has no op that can raise, so evaluating a pure op in an
+inactive lane only computes a result that is discarded.
+
+A loop qualifies when its LoopPlan has `lanes` with no masked breaks and no
+reductions, its only varying control is ifs (no while or inner for with a
+varying condition or bounds, and no loop at all inside a varying if), and
+(checked here, `refusal`) its step is
 1; it has no assert, no break, no op that can raise; it assigns no local
 declared outside it a varying value; every store, and every load of a span
 the loop writes, is at the counter; a load at another index reads it at a
@@ -95,11 +111,15 @@ def lane_loops(fn: ir.Function) -> list[tuple[ir.For, object, Optional[str]]]:
 
 
 def refusal(fn: ir.Function, loop: ir.For, plan) -> Optional[str]:
-    """Why this emitter keeps a span loop scalar, or None when it runs in gangs."""
+    """Why this emitter keeps a span loop scalar, or None when it runs in gangs.
+    Varying ifs are admitted (run under masks); a while or inner for with
+    varying control, or inside a varying if, is refused as "varying control
+    flow: the while/for at LOC"."""
     if not plan.lanes:
         return plan.reason
-    if plan.varying_control:
-        return "varying control flow (masks are not emitted yet)"
+    problem = _unmasked_control(loop.body, plan.varying, False)
+    if problem:
+        return problem
     if plan.masked_breaks:
         return "a masked break"
     if plan.reductions:
@@ -138,6 +158,35 @@ def refusal(fn: ir.Function, loop: ir.For, plan) -> Optional[str]:
         for b in touched - {a}:
             if facts.get(frozenset((a, b))) != ir.DISJOINT:
                 return f"%{a} is written and not known disjoint from %{b}"
+    return None
+
+
+def _unmasked_control(stmts, varying, masked: bool) -> Optional[str]:
+    """Varying control flow that is not an If: a while or inner for with a varying
+    condition or bounds, or any loop inside an if with a varying condition (masks
+    are emitted for ifs only)."""
+    def is_varying(e) -> bool:
+        return any(isinstance(x, ir.Load) or (isinstance(x, ir.Var) and x.name in varying)
+                   for x in subexprs(e))
+
+    for s in stmts:
+        if isinstance(s, ir.If):
+            own = masked or is_varying(s.cond)
+            problem = _unmasked_control(s.then, varying, own) or _unmasked_control(s.orelse, varying, own)
+            if problem:
+                return problem
+        elif isinstance(s, ir.While):
+            if masked or is_varying(s.cond):
+                return f"varying control flow: the while at {s.loc} (masks are emitted for ifs only)"
+            problem = _unmasked_control(s.body, varying, False)
+            if problem:
+                return problem
+        elif isinstance(s, ir.For):
+            if masked or is_varying(s.start) or is_varying(s.stop) or s.var in varying:
+                return f"varying control flow: the for at {s.loc} (masks are emitted for ifs only)"
+            problem = _unmasked_control(s.body, varying, False)
+            if problem:
+                return problem
     return None
 
 
@@ -184,6 +233,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.qualifying = {id(loop): plan for loop, plan, why in lane_loops(fn) if why is None}
         self.plan = None      # the plan of the gang body being emitted, else None
         self.base = ""        # its C name of the gang's first index
+        self.mask = None      # the C name of the active lanes' 0/1 vector, None: all lanes
 
     # ---- the gang loop
     def stmt_For(self, s: ir.For) -> None:
@@ -204,7 +254,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.line(f"for (; {counter} + {g - 1} <= {stop}; {counter} += {g}) {{")
         self.depth += 1
         self.scopes.append({})
-        self.plan, self.base = plan, self.temp("b")
+        self.plan, self.base, self.mask = plan, self.temp("b"), None
         self.declare_line(f"const int32_t {self.base} = (int32_t){counter};", self.base, drop=True)
         var = self.bind(s.var)
         lanes = ", ".join(f"(int32_t){counter} + {k}" for k in range(g))
@@ -230,7 +280,10 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             for x in subexprs(e))
 
     def stmt_Let(self, s: ir.Let) -> None:
+        # Under a mask too: the local lives in the masked block, so what its
+        # inactive lanes hold (pure ops of their own inputs) is never observed.
         if self.plan is None or s.name not in self.plan.varying:
+            assert self.mask is None, s  # a local set under a mask is varying
             return super().stmt_Let(s)
         value = self.vector_expr(s.value) if s.value is not None else "{0}"
         c_name = self.bind(s.name)
@@ -238,11 +291,68 @@ class _LaneFunctionEmitter(_FunctionEmitter):
 
     def stmt_Assign(self, s: ir.Assign) -> None:
         if self.plan is None or s.name not in self.plan.varying:
+            assert self.mask is None, s  # a local assigned under a mask is varying
             return super().stmt_Assign(s)
         value = self.vector_expr(s.value)
         c_name = self.lookup(s.name)
-        if value != c_name:
+        if value == c_name:
+            return
+        if self.mask is None:
             self.line(f"{c_name} = {value};")
+        else:  # a per-lane select: the inactive lanes keep their value
+            mask = self.read(self.mask)
+            self.line(f"for (int l = 0; l < {self.gang}; l++) "
+                      f"{c_name}[l] = {mask}[l] ? {value}[l] : {self.read(c_name)}[l];")
+
+    def stmt_If(self, s: ir.If) -> None:
+        if self.plan is None:
+            return super().stmt_If(s)
+        if self.varying(s.cond):
+            return self.masked_if(s)
+        if s.labels is not None or not self.chain_varies(s.orelse):
+            return super().stmt_If(s)  # all uniform: the scalar if / else if / switch
+        # a uniform condition whose elif chain varies further down: no `else if` chaining
+        self.line(f"if ({_bare(self.expr(s.cond))}) {{")
+        self.block(s.then)
+        self.line("} else {")
+        self.block(s.orelse)
+        self.line("}")
+
+    def chain_varies(self, rest) -> bool:
+        while len(rest) == 1 and isinstance(rest[0], ir.If):
+            if self.varying(rest[0].cond):
+                return True
+            rest = rest[0].orelse
+        return False
+
+    def masked_if(self, s: ir.If) -> None:
+        """An if on a varying condition (its switch labels ignored: the chain of
+        ifs is the same program): `then` under mask & c, `orelse` under mask & !c,
+        each skipped when no lane is active in it."""
+        g = self.gang
+        cond = self.vector_expr(s.cond)
+        outer = self.mask
+        sides = []
+        for body, negate in ((s.then, False), (s.orelse, True)):
+            if not body:
+                continue
+            m = self.temp("m")
+            test = f"!{cond}[l]" if negate else f"{cond}[l]"
+            if outer is not None:
+                test = f"{self.read(outer)}[l] & {test}" if not negate else f"{self.read(outer)}[l] & ({test})"
+            self.line(f"{self.vec(Width.BOOL)} {m} = {{0}};")
+            self.line(f"for (int l = 0; l < {g}; l++) {m}[l] = (uint8_t)({test});")
+            self.reads.add(m)
+            sides.append((body, m))
+        for body, m in sides:
+            any_lane = self.temp("a")
+            self.line(f"uint8_t {any_lane} = 0;")
+            self.line(f"for (int l = 0; l < {g}; l++) {any_lane} |= {m}[l];")
+            self.line(f"if ({any_lane}) {{")
+            self.mask = m
+            self.block(body)
+            self.mask = outer
+            self.line("}")
 
     def stmt_Store(self, s: ir.Store) -> None:
         if self.plan is None:
@@ -253,8 +363,9 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         fields = self.mod.structs[span_type.struct][1]
         storage = FIELD_STORAGE[dict(self.mod.module.struct(span_type.struct).fields)[s.field]]
         value = self.store_value(s.value, value, storage)
+        guard = "" if self.mask is None else f"if ({self.read(self.mask)}[l]) "
         self.line(f"for (int l = 0; l < {self.gang}; l++) "
-                  f"{pointer}[{self.read(self.base)} + l - 1].{fields[s.field]} = {value};")
+                  f"{guard}{pointer}[{self.read(self.base)} + l - 1].{fields[s.field]} = {value};")
 
     # ---- varying expressions
     def lane(self, e) -> str:

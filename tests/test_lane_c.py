@@ -6,11 +6,14 @@ copies of the inputs; written spans, results and error texts must agree
 (binary64 fields: any NaN equals any NaN; everything else, float fields
 included, to the bit: test_native_differential's rule).
 
-  * which loops run in gangs: mix, advance and correct (and the lane test
-    kernel below) do; mandelbrot's varying while and tecsbits's varying
-    if/switch do not, nor a loop with an op that can raise;
-  * every BENCH kernel, and LANE_KERNEL (integers, booleans, a uniform if,
-    a uniform inner loop, the counter as a value, a uniform broadcast), at
+  * which loops run in gangs: mix, advance, correct and query (tecsbits's
+    varying if and switch on a varying selector, run under masks), and the
+    lane test kernels below, do; mandelbrot's varying while does not, nor a
+    loop with an op that can raise;
+  * every BENCH kernel, LANE_KERNEL (integers, booleans, a uniform if,
+    a uniform inner loop, the counter as a value, a uniform broadcast), and
+    MASKED_KERNEL (a varying if/elseif/else chain storing in some arms and
+    assigning varying locals in others, nested varying and uniform ifs), at
     G = 4 and 8 with gcc and clang: on every span length 0..2G+1 and the full
     edge set; the C compiles under -Wall -Wextra -Wpedantic -Werror;
   * the text of mix's lane C: the vector typedefs, the gang loop, the tail;
@@ -91,6 +94,66 @@ end
 return {Row = Row, Out = Out, blend = blend}
 """
 
+# Varying ifs under masks: an elseif chain whose arms store (some fields, some
+# arms only), assign varying locals, or both; a nested varying if/elseif; a
+# uniform if inside a masked arm; a local declared inside a masked arm.
+MASKED_KERNEL = """\
+local span = nupp.mem.span
+
+local struct In
+    a: int32
+    b: uint32
+    x: number
+end
+
+local struct Res
+    p: int32
+    q: uint32
+    y: number
+    s: int32
+    z: number
+end
+
+@aot
+local function route(exclusive out: span.WriteSpan<Res>, borrows inp: span.Span<In>, k: int32, w: number): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        local r = inp[i]
+        local t: int32 = r.a & 7
+        local y = r.x
+        if r.a < k then
+            out[i].p = r.a - k
+            if r.x > w then
+                out[i].y = r.x * w
+                t = t + 100
+            elseif i % 3 == 0 then
+                y = y - w
+            end
+        elseif r.b > 1000 then
+            t = t * 3
+            y = y / 3
+            if k > 0 then
+                t = t + k
+            end
+        elseif r.a == k then
+            out[i].q = r.b ~ 255
+        else
+            local u = r.a ~ k
+            if (r.a & 1) == 0 then
+                t = -t
+            else
+                t = t ~ u
+                out[i].q = r.b
+            end
+        end
+        out[i].s = t
+        out[i].z = y
+    end
+end
+
+return {In = In, Res = Res, route = route}
+"""
+
 # A loop with an op that can raise (// by a variable) stays scalar.
 RAISING_KERNEL = """\
 local span = nupp.mem.span
@@ -109,8 +172,8 @@ end
 return {Cell = Cell, divide = divide}
 """
 
-QUALIFYING = {"mixedwidth": "mix", "simd": "advance", "corrected": "correct"}
-SCALAR_ONLY = {"mandelbrot": "varying control flow", "tecsbits": "varying control flow"}
+QUALIFYING = {"mixedwidth": "mix", "simd": "advance", "corrected": "correct", "tecsbits": "query"}
+SCALAR_ONLY = {"mandelbrot": "varying control flow: the while"}
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +181,13 @@ def kernels(tmp_path_factory) -> dict[str, Kernel]:
     folder = tmp_path_factory.mktemp("lane-kernels")
     (folder / "lanemix.nupp").write_text(LANE_KERNEL)
     (folder / "raising.nupp").write_text(RAISING_KERNEL)
+    (folder / "masked.nupp").write_text(MASKED_KERNEL)
     found = dict(KERNELS)
     found["lanemix"] = Kernel(folder / "lanemix.nupp", "blend", ("Out", "Row"),
                               ((3, 0.5), (-1, float("nan")), (-2147483648, float("inf")), (7, -1e300)))
+    found["masked"] = Kernel(folder / "masked.nupp", "route", ("Res", "In"),
+                             ((3, 0.5), (-2147483648, float("nan")), (2147483647, -float("inf")),
+                              (0, 1e300), (-1, -0.0)))
     found["raising"] = Kernel(folder / "raising.nupp", "divide", ("Cell",), ((3,), (-1,), (0,)))
     return found
 
@@ -199,9 +266,33 @@ def test_a_loop_that_can_raise_stays_scalar_and_its_c_is_the_scalar_c(kernels):
     assert lane.split("*/", 1)[1] == scalar.split("*/", 1)[1]
 
 
-def test_the_lane_kernel_runs_in_gangs(kernels):
-    _, module = compiled(kernels["lanemix"].path)
+@pytest.mark.parametrize("name", ["lanemix", "masked"])
+def test_the_lane_kernels_run_in_gangs(name, kernels):
+    _, module = compiled(kernels[name].path)
     assert [why for f in module.functions for _, _, why in lane_loops(f)] == [None]
+
+
+def test_a_varying_if_runs_under_masks():
+    source, module = compiled(KERNELS["tecsbits"].path)
+    text = emit_lane_module(module, source.path, "nupp_", 4).source
+    body = text.split("c1 += 4) {", 1)[1].split("for (; c1 <= n_out; ++c1)", 1)[0]
+    assert "switch" not in body  # the switch on a varying selector is its chain of masked ifs
+    assert "[l] = (uint8_t)(!" in body  # the else mask
+    assert "? " in body and "if (a" in body  # per-lane selects; a side with no active lane is skipped
+    assert "switch (v_sel_2_2) {" in text  # the scalar tail keeps the C switch
+
+
+def test_a_loop_inside_a_varying_if_stays_scalar(tmp_path):
+    path = tmp_path / "inner.nupp"
+    path.write_text(RAISING_KERNEL.replace("        out[i].v = out[i].v // d\n", (
+        "        if out[i].v > d then\n"
+        "            for j = 1, 3 do\n"
+        "                out[i].v = out[i].v + j\n"
+        "            end\n"
+        "        end\n")))
+    _, module = compiled(path)
+    (why,) = [why for f in module.functions for _, _, why in lane_loops(f)]
+    assert why is not None and why.startswith("varying control flow: the for at")
 
 
 # ---- the text -------------------------------------------------------------------------------
@@ -250,7 +341,7 @@ def test_lane_c_compiles_without_warnings(cc, gang, kernels, tmp_path):
 
 @pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("gang", GANGS)
-@pytest.mark.parametrize("name", sorted(QUALIFYING) + sorted(SCALAR_ONLY) + ["lanemix", "raising"])
+@pytest.mark.parametrize("name", sorted(QUALIFYING) + sorted(SCALAR_ONLY) + ["lanemix", "masked", "raising"])
 def test_lane_agrees_with_scalar_on_every_tail(name, gang, cc, kernels):
     require_tool(cc)
     kernel = kernels[name]
