@@ -643,14 +643,19 @@ def test_kernels_run_clean_under_ubsan(cc, tmp_path, tmp_path_factory):
         interp = load(str(kernel.path), mode="interp")
         for index, (label, args) in enumerate(cases(interp, kernel)):
             expected = call(interp, kernel.function, args)
-            status = int((tmp_path / f"{name}-{index}.status").read_text())
-            assert (status != 0) == (expected.error is not None), f"{name} {label}: status {status}, {expected.error}"
-            for k, span in enumerate(expected.spans):
-                got = np.load(tmp_path / f"{name}-{index}-{k}.npy")
-                problems = field_differences(span, got)
-                assert not problems, f"{name} {label} span #{k + 1} (UBSan build):\n" + "\n".join(problems[:10])
-                compared += 1
+            compared += saved_outputs_match(tmp_path, f"{name}-{index}", expected, f"{name} {label} (UBSan build)")
     assert compared > 0
+
+
+def saved_outputs_match(folder: Path, stem: str, expected, what: str) -> int:
+    """Check a UBSan child's saved status and spans (`stem.status`, `stem-K.npy`)
+    against the expected call; returns how many spans were compared."""
+    status = int((folder / f"{stem}.status").read_text())
+    assert (status != 0) == (expected.error is not None), f"{what}: status {status}, {expected.error}"
+    for k, span in enumerate(expected.spans):
+        problems = field_differences(span, np.load(folder / f"{stem}-{k}.npy"))
+        assert not problems, f"{what}, span #{k + 1}:\n" + "\n".join(problems[:10])
+    return len(expected.spans)
 
 
 def ubsan_generated_child(cc: str, folder: str, examples: int) -> None:
