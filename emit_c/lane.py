@@ -1,11 +1,13 @@
-"""Lane C: the scalar C with its simple span loops run in gangs of G iterations.
+"""Lane C: the C of lane IR, each `Gang` run as SIMD vectors of its G lanes.
 
     emit_lane_module(module, "kernels.nupp", "nupp_", gang=8) -> CModule
 
-Same `CModule` / `CFunction` and ABI as `emit_c.scalar` (emit_c/__init__.py),
-so the host binds either the same way.  Everything is emitted by the scalar
-emitter (`scalar._ModuleEmitter` / `_FunctionEmitter`, subclassed here)
-except the outermost span loops that qualify; each of those becomes
+Takes scalar IR, runs the lane rewrite (lane_rewrite/rewrite.py: admitted
+span loops become `Gang`s, verified) and emits C with the same `CModule` /
+`CFunction` and ABI as `emit_c.scalar` (emit_c/__init__.py), so the host
+binds either the same way.  Everything outside a Gang is the scalar
+emitter's (`scalar._ModuleEmitter` / `_FunctionEmitter`, subclassed here);
+a Gang becomes
 
     {
         int64_t c1 = <start>;
@@ -16,70 +18,65 @@ except the outermost span loops that qualify; each of those becomes
             for (int l = 0; l < 8; l++) t3[l] = p_in[b2 + l - 1].f_value;
             const nu_f64x8 v_w = (t3 + t3);            native where bit-identical per lane
             ...
-            for (int l = 0; l < 8; l++) p_out[b2 + l - 1].f_value = <scalar rule of lane l>;
         }
         for (; c1 <= <stop>; ++c1) {                   the tail: the unchanged scalar body
             ...
         }
     }
 
-Varying values (lane_rewrite/varying.py) are GCC/Clang vectors
-(`typedef double nu_f64x8 __attribute__((vector_size(64)))`; a boolean lane
-is a `uint8_t` 0/1); uniform values stay the scalar C, broadcast where they
-meet a varying operand.  Each op computes exactly its scalar rule per lane:
-by default `for (int l = 0; l < G; l++) r[l] = <the C_OPS scalar template
-over a[l], b[l]>;`, and as a native vector operator only where that is the
-same IEEE / modular operation per lane (`NATIVE` below: binary64 and
+Values.  A varying local is a GCC/Clang vector (`typedef double nu_f64x8
+__attribute__((vector_size(64)))`); a uniform one stays the scalar C,
+broadcast where it meets a varying operand.  A varying boolean is a *mask*:
+`nu_i32xG` lanes of 0 or -1 (all bits), what a vector comparison gives, so
+masks combine with & | ~ and select with bitwise blends.  Each op computes
+exactly its scalar rule per lane: as a native vector operator or
+`__builtin_convertvector` where that is the same IEEE / modular / C
+conversion per lane (`NATIVE`, `COMPARE`, `CONVERT` below: binary64 and
 binary32 + - * / and negation, built with -ffp-contract=off; integer + - *
-in the unsigned vector type; bitwise and/or/xor).
+in the unsigned vector type; bitwise ops; comparisons; conversions that are
+C casts), and otherwise by `for (int l = 0; l < G; l++) r[l] = <the C_OPS
+scalar template over a[l], b[l]>;`, the very helper the scalar C calls.
 
-An if whose condition varies runs under masks, ISPC style: the gang body
-starts with every lane active (no mask); `if c then A else B end` computes
-the 0/1 vectors m_then = mask & c and m_else = mask & !c and runs A under
-m_then and B under m_else, each skipped when no lane of its mask is set (an
-elseif chain is nested ifs; a switch on a varying selector is emitted as its
-chain, its labels ignored).  Under a mask an assignment to a varying local is
-a per-lane select (`x[l] = m[l] ? v[l] : x[l]`) and a store a per-lane
-conditional store (`if (m[l]) p[...] = ...`); a local assigned under a
-varying condition is varying (the analysis), and a local declared in a masked
-arm lives only there, so its inactive lanes are never observed.  Every value
-is still computed in every lane: loads are in bounds for the whole loop (the
-verifier) and the loop has no op that can raise, so evaluating a pure op in an
-inactive lane only computes a result that is discarded.
-
-A loop qualifies when its LoopPlan has `lanes` with no masked breaks and no
-reductions, its only varying control is ifs (no while or inner for with a
-varying condition or bounds, and no loop at all inside a varying if), and
-(checked here, `refusal`) its step is
-1; it has no assert, no break, no op that can raise; it assigns no local
-declared outside it a varying value; every store, and every load of a span
-the loop writes, is at the counter; a load at another index reads it at a
-uniform local; and every span it writes is `disjoint` from every other span
-it touches.  Any other loop is the scalar C, unchanged.
+Masks, ISPC style.  The gang body starts with every lane active (no mask).
+`if.masked c` runs `then` under mask & c and `else` under mask & ~c, each
+skipped when no lane is active in it (an elif chain is nested ifs; a switch
+on a varying selector is emitted as its chain).  `while.masked c` keeps a
+mask of the lanes still looping: each round it becomes mask & c, the loop
+ends when no lane is left, and the body runs under it, so a lane that has
+left is frozen while the others go on.  Under a mask an assignment to a
+varying local is a per-lane select (the inactive lanes keep their value) and
+a store a per-lane guarded store; a local declared under a mask lives only
+there, so its inactive lanes are never observed.  Every value is still
+computed in every lane: loads are in bounds for the whole loop (the
+verifier) and a gang has no op that can raise, so a pure op in an inactive
+lane computes a result nobody reads.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_type
-from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter, raises
-from nupp.lane_rewrite.varying import analyze_function, span_loops
+from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter
+from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.walk import own_exprs, statements, subexprs
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width
-from nupp.verifier import check as verify
 
-GANGS = (4, 8)
+GANGS = GANG_SIZES
 
-# The element type and short name of each width's vector (a boolean lane is a 0/1 byte).
-_ELEMENTS: dict[Width, tuple[str, str]] = {
-    Width.F64: ("double", "f64"), Width.F32: ("float", "f32"), Width.I32: ("int32_t", "i32"),
-    Width.U32: ("uint32_t", "u32"), Width.I64: ("int64_t", "i64"), Width.U64: ("uint64_t", "u64"),
-    Width.BOOL: ("uint8_t", "bool"),
+# The element type and short name of each width's vector.  A varying boolean
+# is a mask: the int32 vector, lanes 0 or -1.
+_ELEMENTS: dict[Width, str] = {
+    Width.F64: "double", Width.F32: "float", Width.I32: "int32_t", Width.U32: "uint32_t",
+    Width.I64: "int64_t", Width.U64: "uint64_t", Width.BOOL: "int32_t",
 }
-_SIZES = {"double": 8, "float": 4, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "uint8_t": 1}
+_SHORT = {"double": "f64", "float": "f32", "int32_t": "i32", "uint32_t": "u32", "int64_t": "i64",
+          "uint64_t": "u64"}
+_SIZES = {"double": 8, "float": 4, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8}
+_BLEND = {4: "int32_t", 8: "int64_t"}  # the signed element a value of each size blends as
+MASK = "int32_t"
 
 # Ops whose native vector operator is, per lane, exactly the scalar rule:
 # op -> (C operator, the unsigned width to compute in for a signed integer, or None).
@@ -94,100 +91,81 @@ for _w, _u in ((Width.I32, Width.U32), (Width.U32, None), (Width.I64, Width.U64)
 for _w in (Width.I32, Width.I64, Width.U64):
     for _base, _sym in (("band", "&"), ("bor", "|"), ("bxor", "^")):
         NATIVE[f"{_base}.{_w}"] = (_sym, None)
+    NATIVE[f"bnot.{_w}"] = ("~", None)
+# masks: 0 / -1 lanes, so the bitwise operators are the boolean ones
+for _base, _sym in (("and", "&"), ("or", "|"), ("ne", "^")):
+    NATIVE[f"{_base}.bool"] = (_sym, None)
+NATIVE["not.bool"] = ("~", None)
+
+# Comparisons of one width: a vector comparison gives 0 / -1 lanes of the
+# operands' size, exactly C's scalar comparison per lane (NaN included).
+COMPARE = {f"{base}.{w}": sym
+           for base, sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
+           for w in (Width.F64, Width.F32, Width.I32, Width.U32, Width.I64, Width.U64)}
+
+# Conversions whose scalar rule is a plain C cast: __builtin_convertvector
+# converts each lane as that cast does.
+CONVERT = {op for op in OPS if C_OPS[op].scalar in (f"(({c_type(OPS[op].result)}){{0}})",)}
+
+
+def _lanes_helper(g: int) -> str:
+    """`nu_lanes_xG(&mask)`: the sign bits of a mask's lanes as an unsigned, by
+    movemask where the target has it (SSE: 4 lanes, AVX: 8, AVX-512: 16 at a
+    time), else lane by lane."""
+    chunks = [(16, "__AVX512F__", "_mm512_cmplt_epi32_mask(c, _mm512_setzero_si512())", "__m512i"),
+              (8, "__AVX__", "_mm256_movemask_ps((__m256)c)", "__m256i"),
+              (4, "__SSE__", "_mm_movemask_ps((__m128)c)", "__m128i")]
+    text = [f"\n/* the set lanes of a mask: bit k is lane k */",
+            f"static inline unsigned nu_lanes_x{g}(const nu_i32x{g} *m) {{",
+            "    unsigned bits = 0;"]
+    first = True
+    for width, macro, movemask, vtype in chunks:
+        if width > g:
+            continue
+        text.append(f"#{'if' if first else 'elif'} defined({macro})")
+        text.append(f"    for (int k = 0; k < {g // width}; k++) {{")
+        text.append(f"        {vtype} c;")
+        text.append(f"        memcpy(&c, (const char *)m + {width * 4} * k, sizeof c);")
+        text.append(f"        bits |= (unsigned){movemask} << ({width} * k);")
+        text.append("    }")
+        first = False
+    text.append("#else")
+    text.append(f"    for (int l = 0; l < {g}; l++) bits |= ((uint32_t)(*m)[l] >> 31) << l;")
+    text.append("#endif")
+    text.append("    return bits;")
+    text.append("}")
+    return "\n".join(text) + "\n"
+
+
+def _binary32_operands(e: ir.Op) -> Optional[tuple]:
+    """The binary32 operands of a binary64 comparison whose operands are both
+    binary32 values promoted (or binary64 constants a binary32 holds exactly),
+    at least one of them varying: comparing them as binary32 gives the same
+    answer for every input, NaN included, because promotion is exact and keeps
+    the order."""
+    if not e.op.endswith(".f64"):
+        return None
+    out = []
+    for a in e.args:
+        if isinstance(a, ir.Op) and a.op == "promote.f32.f64":
+            out.append(a.args[0])
+        elif isinstance(a, ir.Const) and _holds_in_binary32(a.value):
+            out.append(ir.Const(a.value, Width.F32, a.loc))
+        else:
+            return None
+    return tuple(out) if not all(isinstance(a, ir.Const) for a in out) else None
+
+
+def _holds_in_binary32(value: float) -> bool:
+    import numpy as np
+
+    return math.isnan(value) or float(np.float32(value)) == value
 
 
 def emit_lane_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_", gang: int = 8) -> CModule:
-    """The lane C of a module: `emit_module`'s C with each qualifying span loop
-    run in gangs of `gang` (4 or 8) iterations and its n mod G tail scalar."""
-    if gang not in GANGS:
-        raise ValueError(f"gang must be one of {GANGS}, not {gang}")
-    verify(module, "emit_c")
-    return _LaneModuleEmitter(module, path, symbol_prefix, gang).emit()
-
-
-def lane_loops(fn: ir.Function) -> list[tuple[ir.For, object, Optional[str]]]:
-    """(loop, plan, why it stays scalar or None) for each outermost span loop."""
-    return [(loop, plan, refusal(fn, loop, plan)) for loop, plan in zip(span_loops(fn), analyze_function(fn))]
-
-
-def refusal(fn: ir.Function, loop: ir.For, plan) -> Optional[str]:
-    """Why this emitter keeps a span loop scalar, or None when it runs in gangs.
-    Varying ifs are admitted (run under masks); a while or inner for with
-    varying control, or inside a varying if, is refused as "varying control
-    flow: the while/for at LOC"."""
-    if not plan.lanes:
-        return plan.reason
-    problem = _unmasked_control(loop.body, plan.varying, False)
-    if problem:
-        return problem
-    if plan.masked_breaks:
-        return "a masked break"
-    if plan.reductions:
-        return "a reduction (not emitted yet)"
-    if loop.step != 1:
-        return f"step {loop.step} (gangs need step 1)"
-    inside = list(statements(loop.body))
-    declared = {s.name for s in inside if isinstance(s, ir.Let)} | {s.var for s in inside if isinstance(s, ir.For)}
-    stored, touched = set(), set()
-    for s in inside:
-        if isinstance(s, ir.Assert):
-            return "an assert in the loop"
-        if isinstance(s, ir.Break):
-            return "a break in the loop"
-        if isinstance(s, ir.Assign) and s.name not in declared and s.name in plan.varying:
-            return f"%{s.name}, declared outside the loop, gets a varying value in it"
-        if isinstance(s, ir.Store):
-            stored.add(s.span)
-            touched.add(s.span)
-            if s.index != loop.var:
-                return f"a store at %{s.index}, not the counter"
-        for e in own_exprs(s):
-            if raises(e):
-                return "an op that can raise"
-            for x in subexprs(e):
-                if isinstance(x, ir.Load):
-                    touched.add(x.span)
-    for s in inside:
-        for e in own_exprs(s):
-            for x in subexprs(e):
-                if isinstance(x, ir.Load) and x.index != loop.var and (
-                        x.span in stored or x.index in plan.varying):
-                    return f"a load of %{x.span} at %{x.index}, not the counter"
-    facts = {frozenset((a.a, a.b)): a.fact for a in fn.aliases}
-    for a in stored:
-        for b in touched - {a}:
-            if facts.get(frozenset((a, b))) != ir.DISJOINT:
-                return f"%{a} is written and not known disjoint from %{b}"
-    return None
-
-
-def _unmasked_control(stmts, varying, masked: bool) -> Optional[str]:
-    """Varying control flow that is not an If: a while or inner for with a varying
-    condition or bounds, or any loop inside an if with a varying condition (masks
-    are emitted for ifs only)."""
-    def is_varying(e) -> bool:
-        return any(isinstance(x, ir.Load) or (isinstance(x, ir.Var) and x.name in varying)
-                   for x in subexprs(e))
-
-    for s in stmts:
-        if isinstance(s, ir.If):
-            own = masked or is_varying(s.cond)
-            problem = _unmasked_control(s.then, varying, own) or _unmasked_control(s.orelse, varying, own)
-            if problem:
-                return problem
-        elif isinstance(s, ir.While):
-            if masked or is_varying(s.cond):
-                return f"varying control flow: the while at {s.loc} (masks are emitted for ifs only)"
-            problem = _unmasked_control(s.body, varying, False)
-            if problem:
-                return problem
-        elif isinstance(s, ir.For):
-            if masked or is_varying(s.start) or is_varying(s.stop) or s.var in varying:
-                return f"varying control flow: the for at {s.loc} (masks are emitted for ifs only)"
-            problem = _unmasked_control(s.body, varying, False)
-            if problem:
-                return problem
-    return None
+    """The lane C of a (scalar IR) module: its span loops the lane rewrite admits
+    run in gangs of `gang` (4, 8 or 16) iterations with an n mod G scalar tail."""
+    return _LaneModuleEmitter(rewrite_lanes(module, gang), path, symbol_prefix, gang).emit()
 
 
 class _LaneModuleEmitter(_ModuleEmitter):
@@ -195,16 +173,21 @@ class _LaneModuleEmitter(_ModuleEmitter):
         super().__init__(module, path, symbol_prefix)
         self.gang = gang
         self.vector_types: set[str] = set()   # element C types whose vector is used
+        self.lanes_used = False  # nu_lanes_xG (which lanes of a mask are set) is called
 
     def vector(self, element: str) -> str:
         self.vector_types.add(element)
-        return f"nu_{_short(element)}x{self.gang}"
+        return f"nu_{_SHORT[element]}x{self.gang}"
 
     def emit(self) -> CModule:
         result = super().emit()
+        g = self.gang
         typedefs = "".join(
-            f"typedef {e} nu_{_short(e)}x{self.gang} __attribute__((vector_size({_SIZES[e] * self.gang})));\n"
+            f"typedef {e} nu_{_SHORT[e]}x{g} __attribute__((vector_size({_SIZES[e] * g})));\n"
             for e in _SIZES if e in self.vector_types)
+        if self.lanes_used:
+            typedefs = ("#include <string.h>\n#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n"
+                        + typedefs + _lanes_helper(g))
         source = result.source
         if typedefs:
             lines = source.split("\n")
@@ -222,24 +205,17 @@ class _LaneModuleEmitter(_ModuleEmitter):
         return _LaneFunctionEmitter(self, fn)
 
 
-def _short(element: str) -> str:
-    return next(short for e, short in _ELEMENTS.values() if e == element)
-
-
 class _LaneFunctionEmitter(_FunctionEmitter):
     def __init__(self, mod: _LaneModuleEmitter, fn: ir.Function):
         super().__init__(mod, fn)
         self.gang = mod.gang
-        self.qualifying = {id(loop): plan for loop, plan, why in lane_loops(fn) if why is None}
-        self.plan = None      # the plan of the gang body being emitted, else None
-        self.base = ""        # its C name of the gang's first index
-        self.mask = None      # the C name of the active lanes' 0/1 vector, None: all lanes
+        self.varying_names: Optional[frozenset] = None  # in a gang body: its varying locals
+        self.counter = ""     # the gang's counter (IR name)
+        self.base = ""        # the C name of the gang's first index
+        self.mask = None      # the C name of the active lanes' mask, None: all lanes
 
     # ---- the gang loop
-    def stmt_For(self, s: ir.For) -> None:
-        plan = self.qualifying.get(id(s))
-        if plan is None or self.plan is not None:
-            return super().stmt_For(s)
+    def stmt_Gang(self, s: ir.Gang) -> None:
         g = self.gang
         start = self.expr(s.start)
         stop = self.expr(s.stop)
@@ -254,35 +230,37 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.line(f"for (; {counter} + {g - 1} <= {stop}; {counter} += {g}) {{")
         self.depth += 1
         self.scopes.append({})
-        self.plan, self.base, self.mask = plan, self.temp("b"), None
+        self.varying_names, self.counter, self.mask = frozenset(s.varying), s.var, None
+        self.base = self.temp("b")
         self.declare_line(f"const int32_t {self.base} = (int32_t){counter};", self.base, drop=True)
         var = self.bind(s.var)
         lanes = ", ".join(f"(int32_t){counter} + {k}" for k in range(g))
         self.declare_line(f"const {self.vec(Width.I32)} {var} = {{{lanes}}};", var, drop=True)
         for stmt in s.body:
             self.stmt(stmt)
-        self.plan = None
+        self.varying_names = None
         self.scopes.pop()
         self.depth -= 1
         self.line("}")
         self.line(f"for (; {counter} <= {stop}; ++{counter}) {{")  # the tail: n mod G iterations
-        self.counted_body(s, counter)
+        self.counted_body(s.scalar_loop(), counter)
         self.depth -= 1
         self.line("}")
 
     # ---- statements of a gang body (uniform ones are the scalar emitter's)
     def vec(self, width: Width) -> str:
-        return self.mod.vector(_ELEMENTS[width][0])
+        return self.mod.vector(_ELEMENTS[width])
 
     def varying(self, e) -> bool:
-        return self.plan is not None and any(
-            isinstance(x, ir.Load) or (isinstance(x, ir.Var) and x.name in self.plan.varying)
-            for x in subexprs(e))
+        return self.varying_names is not None and is_varying(e, self.varying_names)
+
+    def varying_local(self, name: str) -> bool:
+        return self.varying_names is not None and name in self.varying_names
 
     def stmt_Let(self, s: ir.Let) -> None:
         # Under a mask too: the local lives in the masked block, so what its
         # inactive lanes hold (pure ops of their own inputs) is never observed.
-        if self.plan is None or s.name not in self.plan.varying:
+        if not self.varying_local(s.name):
             assert self.mask is None, s  # a local set under a mask is varying
             return super().stmt_Let(s)
         value = self.vector_expr(s.value) if s.value is not None else "{0}"
@@ -290,7 +268,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.declare_line(f"{self.vec(s.width)} {c_name} = {value};", c_name)
 
     def stmt_Assign(self, s: ir.Assign) -> None:
-        if self.plan is None or s.name not in self.plan.varying:
+        if not self.varying_local(s.name):
             assert self.mask is None, s  # a local assigned under a mask is varying
             return super().stmt_Assign(s)
         value = self.vector_expr(s.value)
@@ -299,17 +277,23 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             return
         if self.mask is None:
             self.line(f"{c_name} = {value};")
-        else:  # a per-lane select: the inactive lanes keep their value
-            mask = self.read(self.mask)
-            self.line(f"for (int l = 0; l < {self.gang}; l++) "
-                      f"{c_name}[l] = {mask}[l] ? {value}[l] : {self.read(c_name)}[l];")
+        else:  # the inactive lanes keep their value
+            self.line(f"{c_name} = {self.select(self.read(self.mask), value, self.read(c_name), s.value.width)};")
+
+    def select(self, mask: str, new: str, old: str, width: Width) -> str:
+        """Lanes of `new` where `mask` is set, of `old` elsewhere: a bitwise blend."""
+        if width is Width.BOOL:
+            return f"(({new} & {mask}) | ({old} & ~{mask}))"
+        element = _ELEMENTS[width]
+        blend = self.mod.vector(_BLEND[_SIZES[element]])
+        m = mask if _SIZES[element] == 4 else f"__builtin_convertvector({mask}, {blend})"
+        cast = "" if element == _BLEND[_SIZES[element]] else f"({self.vec(width)})"
+        return f"{cast}((({blend}){new} & {m}) | (({blend}){old} & ~{m}))"
 
     def stmt_If(self, s: ir.If) -> None:
-        if self.plan is None:
-            return super().stmt_If(s)
-        if self.varying(s.cond):
+        if s.masked:
             return self.masked_if(s)
-        if s.labels is not None or not self.chain_varies(s.orelse):
+        if self.varying_names is None or s.labels is not None or not self.chain_varies(s.orelse):
             return super().stmt_If(s)  # all uniform: the scalar if / else if / switch
         # a uniform condition whose elif chain varies further down: no `else if` chaining
         self.line(f"if ({_bare(self.expr(s.cond))}) {{")
@@ -320,42 +304,68 @@ class _LaneFunctionEmitter(_FunctionEmitter):
 
     def chain_varies(self, rest) -> bool:
         while len(rest) == 1 and isinstance(rest[0], ir.If):
-            if self.varying(rest[0].cond):
+            if rest[0].masked:
                 return True
             rest = rest[0].orelse
         return False
 
     def masked_if(self, s: ir.If) -> None:
-        """An if on a varying condition (its switch labels ignored: the chain of
-        ifs is the same program): `then` under mask & c, `orelse` under mask & !c,
-        each skipped when no lane is active in it."""
-        g = self.gang
+        """`then` under mask & c, `orelse` under mask & ~c, each skipped when no
+        lane is active in it."""
         cond = self.vector_expr(s.cond)
         outer = self.mask
         sides = []
-        for body, negate in ((s.then, False), (s.orelse, True)):
-            if not body:
-                continue
-            m = self.temp("m")
-            test = f"!{cond}[l]" if negate else f"{cond}[l]"
-            if outer is not None:
-                test = f"{self.read(outer)}[l] & {test}" if not negate else f"{self.read(outer)}[l] & ({test})"
-            self.line(f"{self.vec(Width.BOOL)} {m} = {{0}};")
-            self.line(f"for (int l = 0; l < {g}; l++) {m}[l] = (uint8_t)({test});")
-            self.reads.add(m)
-            sides.append((body, m))
+        for body, test in ((s.then, cond), (s.orelse, f"~{cond}")):
+            if body:
+                m = self.temp("m")
+                active = test if outer is None else f"{self.read(outer)} & {test}"
+                self.line(f"const {self.vec(Width.BOOL)} {m} = {active};")
+                sides.append((body, m))
         for body, m in sides:
-            any_lane = self.temp("a")
-            self.line(f"uint8_t {any_lane} = 0;")
-            self.line(f"for (int l = 0; l < {g}; l++) {any_lane} |= {m}[l];")
-            self.line(f"if ({any_lane}) {{")
+            self.line(f"if ({self.lanes(m)} != 0) {{")
             self.mask = m
             self.block(body)
             self.mask = outer
             self.line("}")
 
+    def stmt_While(self, s: ir.While) -> None:
+        """The lanes still looping are a mask, each round `mask &= cond`; the
+        loop ends when none is left.  While every lane loops (the common case)
+        the body runs without selects, as ISPC does for coherent lanes."""
+        if not s.masked:
+            return super().stmt_While(s)
+        outer = self.mask
+        m, k = self.temp("w"), self.temp("k")
+        every = ", ".join(["-1"] * self.gang)
+        self.line("{")
+        self.depth += 1
+        self.line(f"{self.vec(Width.BOOL)} {m} = {self.read(outer) if outer else '{' + every + '}'};")
+        self.reads.add(m)
+        self.line("for (;;) {")
+        self.depth += 1
+        self.line(f"{m} &= {self.vector_expr(s.cond)};")  # lanes that leave stay out
+        self.line(f"const unsigned {k} = {self.lanes(m)};")
+        self.line(f"if ({k} == 0) break;")
+        self.line(f"if ({k} == {(1 << self.gang) - 1}u) {{")
+        self.mask = None
+        self.block(s.body)
+        self.line("} else {")
+        self.mask = m
+        self.block(s.body)
+        self.mask = outer
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+
+    def lanes(self, mask: str) -> str:
+        """C for the set lanes of a mask as the bits of an unsigned (lane k, bit k)."""
+        self.mod.lanes_used = True
+        return f"nu_lanes_x{self.gang}(&{self.read(mask)})"
+
     def stmt_Store(self, s: ir.Store) -> None:
-        if self.plan is None:
+        if self.varying_names is None:
             return super().stmt_Store(s)
         value = self.lane(s.value)
         pointer, _, span_type = self.spans[s.span]
@@ -369,9 +379,12 @@ class _LaneFunctionEmitter(_FunctionEmitter):
 
     # ---- varying expressions
     def lane(self, e) -> str:
-        """C for lane `l` of e: `v[l]` of its vector, or the scalar C of a uniform e."""
+        """C for lane `l` of e: `v[l]` of its vector (a mask lane as 0 or 1), or
+        the scalar C of a uniform e."""
         if not self.varying(e):
             return self.expr(e)
+        if e.width is Width.BOOL:
+            return f"({self.vector_expr(e)}[l] != 0)"
         return f"{self.vector_expr(e)}[l]"
 
     def vector_expr(self, e) -> str:
@@ -388,6 +401,8 @@ class _LaneFunctionEmitter(_FunctionEmitter):
 
     def broadcast(self, scalar: str, width: Width) -> str:
         t = self.temp()
+        if width is Width.BOOL:
+            scalar = f"-(int32_t)({_bare(scalar)})"
         self.line(f"const {self.vec(width)} {t} = {{{', '.join([scalar] * self.gang)}}};")
         self.reads.add(t)
         return t
@@ -397,42 +412,68 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.reads.add(pointer)
         fields = self.mod.structs[span_type.struct][1]
         storage = FIELD_STORAGE[dict(self.mod.module.struct(span_type.struct).fields)[e.field]]
-        if e.index == self.plan.counter:
+        if e.index == self.counter:
             index = f"{self.read(self.base)} + l - 1"
         else:  # a uniform index: every lane reads the same element
             index = f"{self.index(e.index)} - 1"
         access = f"{pointer}[{index}].{fields[e.field]}"
         if FIELD_C_TYPES[storage.name] != c_type(e.width):
             access = f"(({c_type(e.width)}){access})"
+        return self.per_lane(e.width, access)
+
+    def per_lane(self, width: Width, lane_c: str) -> str:
+        """A vector computed lane by lane from the scalar C of lane `l`."""
         t = self.temp()
-        self.line(f"{self.vec(e.width)} {t} = {{0}};")
-        self.line(f"for (int l = 0; l < {self.gang}; l++) {t}[l] = {access};")
+        if width is Width.BOOL:
+            lane_c = f"-(int32_t)({_bare(lane_c)})"
+        self.line(f"{self.vec(width)} {t} = {{0}};")
+        self.line(f"for (int l = 0; l < {self.gang}; l++) {t}[l] = {_bare(lane_c)};")
         self.reads.add(t)
         return t
 
     def op(self, e: ir.Op) -> str:
-        t = self.temp()
-        self.reads.add(t)
-        native = NATIVE.get(e.op)
-        if native is not None:
-            sym, unsigned = native
-            args = [self.vector_expr(a) for a in e.args]
-            if unsigned is not None:
-                u = self.vec(unsigned)
-                args = [f"({u}){a}" for a in args]
-            text = f"({sym}{args[0]})" if len(args) == 1 else f"({args[0]} {sym} {args[1]})"
-            if unsigned is not None:
-                text = f"({self.vec(e.width)}){text}"
-            self.line(f"const {self.vec(e.width)} {t} = {text};")
-            return t
-        info = OPS[e.op]
+        if e.op in NATIVE:
+            return self.native_op(e)
+        if e.op in COMPARE:
+            return self.compare(e)
+        if e.op in CONVERT:
+            return self.convert(e)
         args = [self.lane(a) for a in e.args]
         rendering = C_OPS[e.op]
         if rendering.literal_safe is not None and (
                 any(_constant(a) for a in e.args) or e.args[0] == e.args[1]):
             rendering = rendering.literal_safe
         self.mod.use(rendering)
-        assert not info.raises or isinstance(e.args[1], ir.Const)
-        self.line(f"{self.vec(e.width)} {t} = {{0}};")
-        self.line(f"for (int l = 0; l < {self.gang}; l++) {t}[l] = {_bare(rendering.scalar.format(*args))};")
+        assert not OPS[e.op].raises or isinstance(e.args[1], ir.Const)
+        return self.per_lane(e.width, rendering.scalar.format(*args))
+
+    def native_op(self, e: ir.Op) -> str:
+        sym, unsigned = NATIVE[e.op]
+        args = [self.vector_expr(a) for a in e.args]
+        if unsigned is not None:
+            u = self.vec(unsigned)
+            args = [f"({u}){a}" for a in args]
+        text = f"({sym}{args[0]})" if len(args) == 1 else f"({args[0]} {sym} {args[1]})"
+        if unsigned is not None:
+            text = f"({self.vec(e.width)}){text}"
+        return self.named(e.width, text)
+
+    def compare(self, e: ir.Op) -> str:
+        narrowed = _binary32_operands(e)
+        if narrowed is not None:  # compare binary32 values as binary32: half the lanes' width
+            a, b = (self.vector_expr(x) for x in narrowed)
+            return self.named(Width.BOOL, f"({a} {COMPARE[e.op]} {b})")
+        a, b = (self.vector_expr(x) for x in e.args)
+        text = f"({a} {COMPARE[e.op]} {b})"
+        if _SIZES[_ELEMENTS[e.args[0].width]] != 4:  # 64-bit lanes: narrow the 0 / -1 lanes
+            text = f"__builtin_convertvector({text}, {self.vec(Width.BOOL)})"
+        return self.named(Width.BOOL, text)
+
+    def convert(self, e: ir.Op) -> str:
+        return self.named(e.width, f"__builtin_convertvector({self.vector_expr(e.args[0])}, {self.vec(e.width)})")
+
+    def named(self, width: Width, text: str) -> str:
+        t = self.temp()
+        self.line(f"const {self.vec(width)} {t} = {text};")
+        self.reads.add(t)
         return t

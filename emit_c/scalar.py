@@ -50,6 +50,7 @@ from nupp.emit_c.helpers import (
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width
+from nupp.scalar_ir.walk import nonzero_const, raises
 from nupp.verifier import check as verify
 
 INDENT = "    "
@@ -119,22 +120,6 @@ def comment_text(text: str) -> str:
 
 
 # ==== analysis ====================================================================
-
-def _nonzero_const(e) -> bool:
-    return isinstance(e, ir.Const) and e.value != 0
-
-
-def raises(e) -> bool:
-    """Whether evaluating e can fail: a call, or an integer // or % whose divisor
-    is not a non-zero literal."""
-    if isinstance(e, ir.Call):
-        return True
-    if isinstance(e, ir.Op):
-        if OPS[e.op].raises and not _nonzero_const(e.args[1]):
-            return True
-        return any(raises(a) for a in e.args)
-    return False
-
 
 def _constant(e) -> bool:
     """Whether e's value is known to the C front end (a literal, or an op of literals)."""
@@ -630,7 +615,7 @@ class _FunctionEmitter:
         if info.lane == SHORT_CIRCUIT and raises(e.args[1]):
             return self.short_circuit(e)
         args = [self.expr(a) for a in e.args]
-        if info.raises and not _nonzero_const(e.args[1]):
+        if info.raises and not nonzero_const(e.args[1]):
             divisor = self.temp()
             status = self.mod.error(f"{self.mod.path}:{e.loc.line}: {info.raises}")
             # not `const`: GCC would fold a literal 0 into a division-by-zero warning below

@@ -1,40 +1,37 @@
-"""The text of `nupp emit --report`: one line per loop over spans, saying whether it
-can run in gangs (and with which values varying, which control masked) or why it
-stays scalar.  The analysis is varying.py's; the rewrite itself comes later, so
-the words are "can run in gangs", never "was rewritten".
+"""The text of `nupp emit --report`: one line per loop over spans, saying whether the
+lane rewrite turned it into gangs (with which values varying, which control
+masked) or why it stays scalar.  The decisions are rewrite.py's, the very ones
+lane C is built from.
 
-    mandelbrot.nupp:16:5: loop over %i: can run in gangs of 4, 8, 16 (varying: %cx, %cy, %i, %n, %nx, %zx, %zy; uniform: %maxIter; masked: while at 22:9)
+    mandelbrot.nupp:16:5: loop over %i: lane-rewritten, gangs of 8 (varying: %cx, %cy, %i, %n, %nx, %zx, %zy; uniform: %maxIter; masked: while at 22:9)
     sum.nupp:3:5: loop over %i: stays scalar: %s carries add.f64 (binary64 addition) from one iteration to the next: reordering it would change the bits
 """
 
 from __future__ import annotations
 
-from nupp.lane_rewrite.varying import LoopPlan
+from nupp.lane_rewrite.rewrite import LaneDecision, lane_decisions
 from nupp.scalar_ir import nodes as ir
 
 
-def render_report(module: ir.Module, plans: dict[str, tuple[LoopPlan, ...]], path: str) -> str:
-    lines = []
+def render_report(module: ir.Module, path: str, gang: int = 8) -> str:
+    kinds = {}
     for fn in module.functions:
-        kinds = _control_kinds(fn.body)
-        for plan in plans.get(fn.name, ()):
-            lines.append(f"{path}:{plan.loc}: loop over %{plan.counter}: " + _verdict(plan, kinds))
-    return "".join(line + "\n" for line in lines)
+        kinds.update(_control_kinds(fn.body))
+    return "".join(f"{path}:{d.loc}: loop over %{d.counter}: {_verdict(d, kinds, gang)}\n"
+                   for d in lane_decisions(module))
 
 
-def _verdict(plan: LoopPlan, kinds: dict[ir.Loc, str]) -> str:
-    if not plan.lanes:
-        return f"stays scalar: {plan.reason}"
+def _verdict(decision: LaneDecision, kinds: dict[ir.Loc, str], gang: int) -> str:
+    if not decision.rewritten:
+        return f"stays scalar: {decision.reason}"
+    plan = decision.plan
     masked = [(loc, f"{kinds.get(loc, 'control')} at {loc}") for loc in plan.varying_control]
-    masked += [(loc, f"break at {loc}") for loc in plan.masked_breaks]
     parts = [f"varying: {_names(plan.varying)}"]
     if plan.uniform:
         parts.append(f"uniform: {_names(plan.uniform)}")
     if masked:
         parts.append("masked: " + ", ".join(text for _, text in sorted(masked, key=lambda m: (m[0].line, m[0].col))))
-    if plan.reductions:
-        parts.append("reductions: " + ", ".join(f"%{name} ({op})" for name, op in zip(plan.reductions, plan.reduction_ops)))
-    return f"can run in gangs of {', '.join(map(str, plan.gangs))} ({'; '.join(parts)})"
+    return f"lane-rewritten, gangs of {gang} ({'; '.join(parts)})"
 
 
 def _names(names) -> str:

@@ -126,11 +126,25 @@ def span_loops(fn: ir.Function) -> list[ir.For]:
 
 # ---- one loop -------------------------------------------------------------------
 
-def _analyze_loop(fn: ir.Function, loop: ir.For, order) -> LoopPlan:
+def infer(loop) -> frozenset[str]:
+    """The varying locals of a loop over spans (a For, or a Gang of lane IR): the
+    fixed point of the rule above, the counter included."""
+    inference = _Inference(loop, set(_carried(loop.body, _outer_assigned(loop))))
+    inference.run()
+    return frozenset(inference.varying)
+
+
+def _outer_assigned(loop) -> set[str]:
+    """Locals declared outside the loop that it assigns."""
     inside = [s for s, _ in _preorder(loop.body, ())]
     declared = {s.name for s in inside if isinstance(s, ir.Let)}
     declared |= {s.var for s in inside if isinstance(s, ir.For)}
-    outer = {s.name for s in inside if isinstance(s, ir.Assign)} - declared - {loop.var}
+    return {s.name for s in inside if isinstance(s, ir.Assign)} - declared - {loop.var}
+
+
+def _analyze_loop(fn: ir.Function, loop: ir.For, order) -> LoopPlan:
+    inside = [s for s, _ in _preorder(loop.body, ())]
+    outer = _outer_assigned(loop)
     carried = _carried(loop.body, outer)
 
     reductions: dict[str, str] = {}
@@ -172,7 +186,7 @@ def _analyze_loop(fn: ir.Function, loop: ir.For, order) -> LoopPlan:
 class _Inference:
     """Uniform/varying to a fixed point; the masked control and breaks of the last round."""
 
-    def __init__(self, loop: ir.For, seeds: set[str]):
+    def __init__(self, loop, seeds: set[str]):
         self.loop = loop
         self.varying = {loop.var} | seeds
         self.varying_loops: set[int] = set()   # ids of loops some lane can leave early

@@ -16,15 +16,17 @@ Expressions                          Statements
 Element references (`local e = s[i]`) are resolved by the lowering: `e.x`
 becomes `Load(s, i, "x")`, sound because a loop counter is never assigned.
 
-The lane rewrite (a later stage) adds its own node kinds around these
-(gang loops, masks) and records uniform/varying per value beside the tree;
-scalar passes never see them.
+Lane IR (lane_rewrite/rewrite.py) is this IR plus one statement, `Gang`:
+an outermost span loop rewritten to run G consecutive iterations at once,
+naming its varying locals; inside a gang, an If / While / For whose condition
+or bounds vary is marked `masked` (its lanes may part ways).  Scalar passes
+and the scalar emitter never see either.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 from nupp.scalar_ir.ops import OPS
@@ -176,6 +178,7 @@ class If:
     orelse: tuple["Stmt", ...] = ()
     labels: Optional[SwitchLabels] = None
     loc: Loc = _loc()
+    masked: bool = False  # lane IR: the condition varies across the gang
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,7 @@ class For:
     step: int
     body: tuple["Stmt", ...]
     loc: Loc = _loc()
+    masked: bool = False  # lane IR: the bounds vary across the gang
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,29 @@ class While:
     cond: Expr
     body: tuple["Stmt", ...]
     loc: Loc = _loc()
+    masked: bool = False  # lane IR: the condition varies across the gang
+
+
+@dataclass(frozen=True)
+class Gang:
+    """Lane IR: `for var = start, stop, 1` run as gangs of `size` consecutive
+    iterations, lane k of a gang doing iteration base + k, exactly as the
+    scalar loop would; the n mod size iterations left over run as the scalar
+    loop.  `varying` names the locals holding one value per lane (the
+    counter, locals set from loads or under masked control); every other
+    local read in the body is uniform, one value for the whole gang."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    size: int
+    varying: tuple[str, ...]  # sorted
+    body: tuple["Stmt", ...]
+    loc: Loc = _loc()
+
+    def scalar_loop(self) -> "For":
+        """The loop this gang came from (its tail runs it), masks dropped."""
+        return For(self.var, self.start, self.stop, 1, _unmasked(self.body), self.loc)
 
 
 @dataclass(frozen=True)
@@ -223,7 +250,18 @@ class Eval:
     loc: Loc = _loc()
 
 
-Stmt = Union[Let, Assign, Store, If, For, While, Break, Return, Assert, Eval]
+Stmt = Union[Let, Assign, Store, If, For, While, Break, Return, Assert, Eval, Gang]
+
+
+def _unmasked(stmts) -> tuple:
+    out = []
+    for s in stmts:
+        if isinstance(s, If):
+            s = replace(s, then=_unmasked(s.then), orelse=_unmasked(s.orelse), masked=False)
+        elif isinstance(s, (For, While)):
+            s = replace(s, body=_unmasked(s.body), masked=False)
+        out.append(s)
+    return tuple(out)
 
 
 # ---- functions and modules -------------------------------------------------------

@@ -36,9 +36,10 @@ Grammar (whitespace and newlines separate tokens and are otherwise free;
     stmt    := 'let' VAR ':' WIDTH ['=' expr] [LOC]
              | 'assign' VAR '=' expr [LOC]
              | 'store' VAR '[' VAR ']' '.' NAME '=' expr [LOC]
-             | 'if' expr block ('elif' expr block)* ['else' '{' stmt* '}'] [switch]
-             | 'for' VAR '=' expr 'to' expr 'step' INT block        the counter is i32
-             | 'while' expr block
+             | IF expr block (ELIF expr block)* ['else' '{' stmt* '}'] [switch]
+             | FOR VAR '=' expr 'to' expr 'step' INT block        the counter is i32
+             | WHILE expr block
+             | 'gang' INT VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')' block
              | 'break' [LOC]
              | 'return' [expr] [LOC]
              | 'assert' expr ',' STRING [LOC]
@@ -49,6 +50,8 @@ Grammar (whitespace and newlines separate tokens and are otherwise free;
     call    := 'call' FUNC '(' [expr (',' expr)*] ')' '->' result
     const   := NUMBER ':' WIDTH | ('true' | 'false') [':' WIDTH]
 
+    IF ELIF FOR WHILE   the keyword, or in lane IR the keyword + '.masked' (`while.masked`):
+            its condition or bounds vary across the gang
     VAR     %name   a parameter, local or counter: [A-Za-z0-9_.]+ after the %
     FUNC    @name   a function: [A-Za-z_][A-Za-z0-9_.]* after the @
     LOC     @line:col, printed after a statement (omitted for NO_LOC)
@@ -71,6 +74,7 @@ known words; locations of expressions are not printed.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 import math
 import re
 from typing import NamedTuple, Optional, Union
@@ -78,7 +82,7 @@ from typing import NamedTuple, Optional, Union
 from nupp.scalar_ir.nodes import (
     DISJOINT, NO_LOC, SHARED_READ, AliasFact, Assert, Assign, Break, Call, Const, Eval, For,
     Function, If, Len, Let, Load, Loc, Module, Op, Param, Return, SpanType, Store, StructDef,
-    SwitchLabels, Var, While,
+    SwitchLabels, Var, While, Gang,
 )
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.widths import Width
@@ -199,10 +203,15 @@ def _stmt(out: _Lines, s, level: int) -> None:
     elif isinstance(s, If):
         _if(out, s, level)
     elif isinstance(s, For):
-        head = f"for %{s.var} = {print_expr(s.start)} to {print_expr(s.stop)} step {s.step} {{"
+        head = (f"{_keyword('for', s.masked)} %{s.var} = {print_expr(s.start)} to {print_expr(s.stop)} "
+                f"step {s.step} {{")
         _braced(out, head, s.body, level, s.loc)
     elif isinstance(s, While):
-        _braced(out, f"while {print_expr(s.cond)} {{", s.body, level, s.loc)
+        _braced(out, f"{_keyword('while', s.masked)} {print_expr(s.cond)} {{", s.body, level, s.loc)
+    elif isinstance(s, Gang):
+        varying = ", ".join(f"%{name}" for name in s.varying)
+        head = f"gang {s.size} %{s.var} = {print_expr(s.start)} to {print_expr(s.stop)} varying({varying}) {{"
+        _braced(out, head, s.body, level, s.loc)
     elif isinstance(s, Break):
         out.add(level, "break", s.loc)
     elif isinstance(s, Return):
@@ -225,7 +234,7 @@ def _if(out: _Lines, s: If, level: int) -> None:
     """`if c {} elif c {} else {} switch ...`: an else holding one unlabelled If is an elif."""
     keyword, node = "if", s
     while True:
-        out.add(level, f"{keyword} {print_expr(node.cond)} {{", node.loc)
+        out.add(level, f"{_keyword(keyword, node.masked)} {print_expr(node.cond)} {{", node.loc)
         _block(out, node.then, level + 1)
         rest = node.orelse
         if len(rest) == 1 and isinstance(rest[0], If) and rest[0].labels is None:
@@ -236,6 +245,10 @@ def _if(out: _Lines, s: If, level: int) -> None:
         out.add(level, "} else {")
         _block(out, rest, level + 1)
     out.add(level, "}" if s.labels is None else f"}} {_labels(s.labels)}")
+
+
+def _keyword(word: str, masked: bool) -> str:
+    return word + MASKED if masked else word
 
 
 def _labels(labels: SwitchLabels) -> str:
@@ -541,11 +554,13 @@ class _Parser:
 
     def stmt(self):
         tok = self.peek()
-        method = _STATEMENTS.get(tok.text) if tok.kind == "word" else None
+        keyword = tok.text.removesuffix(MASKED) if tok.text in _MASKABLE else tok.text
+        method = _STATEMENTS.get(keyword) if tok.kind == "word" else None
         if method is None:
             raise self.error(tok, f"expected a statement ({', '.join(_STATEMENTS)}), found {_describe(tok)}")
         self.next()
-        return method(self)
+        node = method(self)
+        return replace(node, masked=True) if keyword != tok.text else node
 
     def let(self) -> Let:
         """'let' VAR ':' WIDTH ['=' expr] [LOC]"""
@@ -579,16 +594,17 @@ class _Parser:
 
     def if_(self) -> If:
         """'if' expr block ('elif' expr block)* ['else' '{' stmt* '}'] [switch]"""
-        arms = [(self.expr(), *self.block())]
-        while self.accept("elif"):
-            arms.append((self.expr(), *self.block()))
+        arms = [(self.expr(), *self.block(), False)]
+        while self.at("elif") or self.at("elif" + MASKED):
+            masked = self.next().text != "elif"
+            arms.append((self.expr(), *self.block(), masked))
         orelse: tuple = ()
         if self.accept("else"):
             orelse = self.block_rest(self.expect("{"))
         labels = self.switch() if self.accept("switch") else None
-        for cond, loc, then in reversed(arms[1:]):
-            orelse = (If(cond, then, orelse, None, loc),)
-        cond, loc, then = arms[0]
+        for cond, loc, then, masked in reversed(arms[1:]):
+            orelse = (If(cond, then, orelse, None, loc, masked),)
+        cond, loc, then, _ = arms[0]
         return If(cond, then, orelse, labels, loc)
 
     def switch(self) -> SwitchLabels:
@@ -603,15 +619,29 @@ class _Parser:
 
     def for_(self) -> For:
         """'for' VAR '=' expr 'to' expr 'step' INT block"""
-        var = self.expect_kind("var", "a counter %name").text[1:]
-        self.expect("=")
-        start = self.expr()
-        self.expect("to")
-        stop = self.expr()
+        var, start, stop = self.counted()
         self.expect("step")
         step = self.integer("a step")
         loc, body = self.block(declare={var: Width.I32})
         return For(var, start, stop, step, body, loc)
+
+    def gang(self) -> Gang:
+        """'gang' INT VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')' block"""
+        size = self.integer("a gang size")
+        var, start, stop = self.counted()
+        self.expect("varying")
+        self.expect("(")
+        varying = self.comma_list(")", lambda: self.expect_kind("var", "a varying %name").text[1:])
+        loc, body = self.block(declare={var: Width.I32})
+        return Gang(var, start, stop, size, tuple(varying), body, loc)
+
+    def counted(self) -> tuple:
+        """VAR '=' expr 'to' expr: a counted loop's counter and bounds"""
+        var = self.expect_kind("var", "a counter %name").text[1:]
+        self.expect("=")
+        start = self.expr()
+        self.expect("to")
+        return var, start, self.expr()
 
     def while_(self) -> While:
         """'while' expr block"""
@@ -716,7 +746,10 @@ _STATEMENTS = {
     "let": _Parser.let, "assign": _Parser.assign, "store": _Parser.store, "if": _Parser.if_,
     "for": _Parser.for_, "while": _Parser.while_, "break": _Parser.break_,
     "return": _Parser.return_, "assert": _Parser.assert_, "eval": _Parser.eval_,
+    "gang": _Parser.gang,
 }
+MASKED = ".masked"  # lane IR: `if.masked`, `elif.masked`, `while.masked`, `for.masked`
+_MASKABLE = {"if" + MASKED, "while" + MASKED, "for" + MASKED}
 
 
 def _describe(tok: Token) -> str:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Iterator
 
 from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.ops import OPS
 
 
 def blocks(s) -> tuple:
     """The statement blocks nested directly in a statement."""
     if isinstance(s, ir.If):
         return (s.then, s.orelse)
-    if isinstance(s, (ir.For, ir.While)):
+    if isinstance(s, (ir.For, ir.While, ir.Gang)):
         return (s.body,)
     return ()
 
@@ -30,7 +31,7 @@ def own_exprs(s) -> tuple:
         return () if s.value is None else (s.value,)
     if isinstance(s, (ir.If, ir.While, ir.Assert)):
         return (s.cond,)
-    if isinstance(s, ir.For):
+    if isinstance(s, (ir.For, ir.Gang)):
         return (s.start, s.stop)
     if isinstance(s, ir.Eval):
         return (s.expr,)
@@ -47,3 +48,19 @@ def subexprs(e) -> Iterator:
 
 def var_names(e) -> list[str]:
     return [x.name for x in subexprs(e) if isinstance(x, ir.Var)]
+
+
+def raises(e) -> bool:
+    """Whether evaluating e can fail: a call, or an integer // or % whose divisor
+    is not a non-zero literal."""
+    if isinstance(e, ir.Call):
+        return True
+    if isinstance(e, ir.Op):
+        if OPS[e.op].raises and not nonzero_const(e.args[1]):
+            return True
+        return any(raises(a) for a in e.args)
+    return False
+
+
+def nonzero_const(e) -> bool:
+    return isinstance(e, ir.Const) and e.value != 0

@@ -236,7 +236,7 @@ def stage_verify(text: str) -> str:
     verify_module = _lazy("nupp.verifier", "verify_module")
     render_inline = _lazy("nupp.verifier", "render_inline")
     module, error = _parse(text)
-    return error if error is not None else render_inline(module, verify_module(module))
+    return error if error is not None else render_inline(module, verify_module(module, lane_ir=True))
 
 
 def stage_fold(text: str) -> str:
@@ -253,13 +253,18 @@ def stage_emit_c(text: str) -> str:
 
 
 def stage_lanes(text: str) -> str:
-    """IR in, the lane analysis's report out (lane_rewrite/varying.py, report.py)."""
-    analyze_module = _lazy("nupp.lane_rewrite.varying", "analyze_module")
+    """IR in, the lane rewrite out: its decision for each span loop (the `nupp
+    emit --report` lines), then the lane IR at gang 8 (lane_rewrite/rewrite.py)."""
     render_report = _lazy("nupp.lane_rewrite.report", "render_report")
+    rewrite_lanes = _lazy("nupp.lane_rewrite.rewrite", "rewrite_lanes")
     module, error = _parse(text)
     if error is not None:
         return error
-    return render_report(module, analyze_module(module), "case.nupp") or "(no loops over spans)\n"
+    report = render_report(module, "case.nupp") or "(no loops over spans)\n"
+    if _lazy("nupp.verifier", "verify_module")(module):
+        return report + "\n(the input IR does not verify: no rewrite)\n"
+    lanes = rewrite_lanes(module, 8)
+    return report if lanes == module else report + "\n" + print_module(lanes)
 
 
 STAGES: dict[str, Callable[[str], str]] = {

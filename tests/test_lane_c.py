@@ -6,15 +6,16 @@ copies of the inputs; written spans, results and error texts must agree
 (binary64 fields: any NaN equals any NaN; everything else, float fields
 included, to the bit: test_native_differential's rule).
 
-  * which loops run in gangs: mix, advance, correct and query (tecsbits's
-    varying if and switch on a varying selector, run under masks), and the
-    lane test kernels below, do; mandelbrot's varying while does not, nor a
-    loop with an op that can raise;
+  * which loops run in gangs: every BENCH kernel's (tecsbits's varying if
+    and switch on a varying selector and mandelbrot's varying while run under
+    masks) and the lane test kernels below; a loop with an op that can raise
+    does not;
   * every BENCH kernel, LANE_KERNEL (integers, booleans, a uniform if,
     a uniform inner loop, the counter as a value, a uniform broadcast), and
     MASKED_KERNEL (a varying if/elseif/else chain storing in some arms and
-    assigning varying locals in others, nested varying and uniform ifs), at
-    G = 4 and 8 with gcc and clang: on every span length 0..2G+1 and the full
+    assigning varying locals in others, nested varying and uniform ifs) and
+    WHILE_KERNEL (varying whiles, one inside a masked if, a uniform while), at
+    G = 4 and 8 (16 in the slow set) with gcc and clang: on every span length 0..2G+1 and the full
     edge set; the C compiles under -Wall -Wextra -Wpedantic -Werror;
   * the text of mix's lane C: the vector typedefs, the gang loop, the tail;
   * slow: the lane C of each kernel built with UBSan, run on the same inputs
@@ -24,6 +25,7 @@ included, to the bit: test_native_differential's rule).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nupp.emit_c.lane import emit_lane_module, lane_loops
+from nupp.emit_c.lane import emit_lane_module
+from nupp.lane_rewrite.rewrite import lane_decisions
 from nupp.emit_c.scalar import emit_module
 from nupp.frontend.diagnostics import Source
 from nupp.pipeline import compile_module
@@ -43,7 +46,8 @@ from .test_native_differential import (COMPILERS, saved_outputs_match, FULL_ROWS
                                        call, field_differences, kernel_inputs, same_scalar,
                                        ubsan_environment)
 
-GANGS = (4, 8)
+GANGS = (4, 8)          # gang 16 runs in the slow set (and in test_tiers at v4)
+ALL_GANGS = (4, 8, 16)
 
 LANE_KERNEL = """\
 local span = nupp.mem.span
@@ -94,10 +98,8 @@ end
 return {Row = Row, Out = Out, blend = blend}
 """
 
-# Varying ifs under masks: an elseif chain whose arms store (some fields, some
-# arms only), assign varying locals, or both; a nested varying if/elseif; a
-# uniform if inside a masked arm; a local declared inside a masked arm.
-MASKED_KERNEL = """\
+# The structs of the masked kernels below.
+IN_RES = """\
 local span = nupp.mem.span
 
 local struct In
@@ -113,6 +115,12 @@ local struct Res
     s: int32
     z: number
 end
+"""
+
+# Varying ifs under masks: an elseif chain whose arms store (some fields, some
+# arms only), assign varying locals, or both; a nested varying if/elseif; a
+# uniform if inside a masked arm; a local declared inside a masked arm.
+MASKED_KERNEL = IN_RES + """
 
 @aot
 local function route(exclusive out: span.WriteSpan<Res>, borrows inp: span.Span<In>, k: int32, w: number): nil
@@ -154,6 +162,49 @@ end
 return {In = In, Res = Res, route = route}
 """
 
+# Varying whiles under masks: a Collatz-like while whose body is a masked if;
+# a while inside a masked if, storing under both masks; a uniform while inside
+# the gang; lanes leaving at different rounds, NaN and infinities included.
+WHILE_KERNEL = IN_RES + """
+
+@aot
+local function steps(exclusive out: span.WriteSpan<Res>, borrows inp: span.Span<In>, k: int32, w: number): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        local x = inp[i].a
+        local y = inp[i].x
+        local n: int32 = 0
+        while x ~= 1 and n < 40 do
+            if (x & 1) == 0 then
+                x = x // 2
+            else
+                x = 3 * x + 1
+            end
+            n = n + 1
+        end
+        if y > w then
+            local t = y
+            while t > w and n < 90 do
+                t = t * 0.5
+                n = n + 2
+                if t < 1 then
+                    out[i].z = t
+                end
+            end
+            out[i].y = t
+        end
+        local u: int32 = 0
+        while u < k do
+            u = u + 1
+        end
+        out[i].p = n + u
+        out[i].s = x
+    end
+end
+
+return {In = In, Res = Res, steps = steps}
+"""
+
 # A loop with an op that can raise (// by a variable) stays scalar.
 RAISING_KERNEL = """\
 local span = nupp.mem.span
@@ -172,8 +223,8 @@ end
 return {Cell = Cell, divide = divide}
 """
 
-QUALIFYING = {"mixedwidth": "mix", "simd": "advance", "corrected": "correct", "tecsbits": "query"}
-SCALAR_ONLY = {"mandelbrot": "varying control flow: the while"}
+QUALIFYING = {"mixedwidth": "mix", "simd": "advance", "corrected": "correct", "tecsbits": "query",
+              "mandelbrot": "mandelbrot"}
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +239,9 @@ def kernels(tmp_path_factory) -> dict[str, Kernel]:
     found["masked"] = Kernel(folder / "masked.nupp", "route", ("Res", "In"),
                              ((3, 0.5), (-2147483648, float("nan")), (2147483647, -float("inf")),
                               (0, 1e300), (-1, -0.0)))
+    (folder / "whiles.nupp").write_text(WHILE_KERNEL)
+    found["whiles"] = Kernel(folder / "whiles.nupp", "steps", ("Res", "In"),
+                             ((3, 0.5), (0, float("nan")), (-5, float("inf")), (7, -1e300), (2, 1e6)))
     found["raising"] = Kernel(folder / "raising.nupp", "divide", ("Cell",), ((3,), (-1,), (0,)))
     return found
 
@@ -241,35 +295,30 @@ def assert_same(scalar, lane, what: str) -> None:
 
 # ---- which loops run in gangs ---------------------------------------------------------------
 
+def reasons(module, function=None) -> list:
+    """Why each span loop (of one function, or all) stays scalar; None where it runs in gangs."""
+    return [d.reason for d in lane_decisions(module) if function in (None, d.function)]
+
+
 @pytest.mark.parametrize("name", sorted(QUALIFYING))
 def test_bench_loop_runs_in_gangs(name):
     _, module = compiled(KERNELS[name].path)
-    fn = next(f for f in module.functions if f.name == QUALIFYING[name])
-    assert [why for _, _, why in lane_loops(fn)] == [None]
-
-
-@pytest.mark.parametrize("name", sorted(SCALAR_ONLY))
-def test_bench_loop_with_varying_control_stays_scalar(name):
-    _, module = compiled(KERNELS[name].path)
-    fn = next(f for f in module.functions if f.name == KERNELS[name].function)
-    (why,) = [why for _, _, why in lane_loops(fn)]
-    assert why is not None and SCALAR_ONLY[name] in why
+    assert reasons(module, QUALIFYING[name]) == [None]
 
 
 def test_a_loop_that_can_raise_stays_scalar_and_its_c_is_the_scalar_c(kernels):
     source, module = compiled(kernels["raising"].path)
-    (fn,) = module.functions
-    (why,) = [why for _, _, why in lane_loops(fn)]
-    assert why == "an op that can raise"
+    (why,) = reasons(module)
+    assert why.startswith("an op that can raise at ")
     lane = emit_lane_module(module, source.path, "nupp_", 8).source
     scalar = emit_module(module, source.path, "nupp_").source
     assert lane.split("*/", 1)[1] == scalar.split("*/", 1)[1]
 
 
-@pytest.mark.parametrize("name", ["lanemix", "masked"])
+@pytest.mark.parametrize("name", ["lanemix", "masked", "whiles"])
 def test_the_lane_kernels_run_in_gangs(name, kernels):
     _, module = compiled(kernels[name].path)
-    assert [why for f in module.functions for _, _, why in lane_loops(f)] == [None]
+    assert reasons(module) == [None]
 
 
 def test_a_varying_if_runs_under_masks():
@@ -277,8 +326,9 @@ def test_a_varying_if_runs_under_masks():
     text = emit_lane_module(module, source.path, "nupp_", 4).source
     body = text.split("c1 += 4) {", 1)[1].split("for (; c1 <= n_out; ++c1)", 1)[0]
     assert "switch" not in body  # the switch on a varying selector is its chain of masked ifs
-    assert "[l] = (uint8_t)(!" in body  # the else mask
-    assert "? " in body and "if (a" in body  # per-lane selects; a side with no active lane is skipped
+    assert " & ~t" in body  # the else mask: mask & ~cond
+    assert "(((nu_i32x4)" in body and "& ~m" in body  # per-lane selects are bitwise blends
+    assert "if (nu_lanes_x4(&m" in body  # a side with no active lane is skipped
     assert "switch (v_sel_2_2) {" in text  # the scalar tail keeps the C switch
 
 
@@ -291,8 +341,8 @@ def test_a_loop_inside_a_varying_if_stays_scalar(tmp_path):
         "            end\n"
         "        end\n")))
     _, module = compiled(path)
-    (why,) = [why for f in module.functions for _, _, why in lane_loops(f)]
-    assert why is not None and why.startswith("varying control flow: the for at")
+    (why,) = reasons(module)
+    assert why is not None and why.startswith("the for at ") and "under a mask" in why
 
 
 # ---- the text -------------------------------------------------------------------------------
@@ -315,10 +365,10 @@ def test_mix_lane_c_has_vector_types_a_gang_loop_and_a_scalar_tail():
     assert "for (; c1 + 3 <= n_outputs; c1 += 4) {" in four
 
 
-def test_gang_must_be_4_or_8():
+def test_gang_must_be_4_8_or_16():
     source, module = compiled(KERNELS["mixedwidth"].path)
     with pytest.raises(ValueError):
-        emit_lane_module(module, source.path, "nupp_", 16)
+        emit_lane_module(module, source.path, "nupp_", 12)
 
 
 # ---- the C compiles clean -------------------------------------------------------------------
@@ -340,8 +390,8 @@ def test_lane_c_compiles_without_warnings(cc, gang, kernels, tmp_path):
 # ---- lane C equals scalar C -----------------------------------------------------------------
 
 @pytest.mark.parametrize("cc", COMPILERS)
-@pytest.mark.parametrize("gang", GANGS)
-@pytest.mark.parametrize("name", sorted(QUALIFYING) + sorted(SCALAR_ONLY) + ["lanemix", "masked", "raising"])
+@pytest.mark.parametrize("gang", [*GANGS, pytest.param(16, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", sorted(QUALIFYING) + ["lanemix", "masked", "whiles", "raising"])
 def test_lane_agrees_with_scalar_on_every_tail(name, gang, cc, kernels):
     require_tool(cc)
     kernel = kernels[name]
@@ -367,8 +417,11 @@ def test_nupp_run_mode_lane(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "nupp", "run", *extra, script, "1000"],
                               capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr
-        mode = "scalar" if extra[1] == "scalar" else "lane" + (extra[3] if len(extra) > 2 else "8")
-        assert f"  {mode} " in proc.stdout  # the native execution is named after its mode
+        # the native execution is named after its mode (lane: gang and tier, `lane4-v3`)
+        want = "scalar" if extra[1] == "scalar" else r"lane" + (extra[3] if len(extra) > 2 else r"\d+") + r"\S*"
+        found = re.search(rf"  ({want}) ", proc.stdout)
+        assert found, proc.stdout
+        mode = found.group(1)
         # compare everything but the mode's name and the timing column (samples/s)
         rows = [line.replace(mode, "native").split() for line in proc.stdout.splitlines()]
         outputs.append([row[:-2] + row[-1:] if row and row[-1] in ("yes", "no") else row for row in rows])

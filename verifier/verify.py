@@ -92,6 +92,17 @@ Placement
                        Len or whose counter indexes a Load/Store), at any depth
   assert-placement     an Assert stands at function level, before the first loop
 
+Lane IR (`lane_ir=True`, after lane_rewrite; elsewhere a Gang is a node-kind error)
+  gang-placement       a Gang is not inside another loop
+  gang-size            a Gang's size is 4, 8 or 16
+  gang-varying         a Gang's varying names are exactly (sorted) the varying locals its
+                       body infers (lane_rewrite/varying.py's rule, run afresh)
+  gang-mask            an If / While / For is marked masked exactly when it is in a
+                       Gang and its condition or bounds vary
+  gang-legal           the Gang's loop is one the lane emitter runs (the rewrite's
+                       admission rules: step 1, accesses at the counter, no raising op,
+                       no break, ...); a Gang also meets every scalar rule as its loop
+
 `loc` of an error is the location of the statement it belongs to (the function's
 for parameter, alias and missing-return errors; NO_LOC for errors about structs);
 `node` is the offending node itself (expression, statement, Param, AliasFact, ...).
@@ -109,6 +120,7 @@ from typing import Optional
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.nodes import DISJOINT, NO_LOC, SHARED_READ, Loc
 from nupp.scalar_ir.ops import OPS
+from nupp.scalar_ir.walk import statements as ir_statements
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width, integer_fits
 
 MODULE = "<module>"  # VerifyError.function of errors about the module itself
@@ -129,8 +141,9 @@ class VerifyError:
 
 # ---- module ---------------------------------------------------------------------
 
-def verify_module(module: ir.Module) -> list[VerifyError]:
-    """Every broken invariant of the module: its own rules, then each function's."""
+def verify_module(module: ir.Module, lane_ir: bool = False) -> list[VerifyError]:
+    """Every broken invariant of the module: its own rules, then each function's
+    (`lane_ir`: the module may hold Gangs and masked control, lane_rewrite's IR)."""
     errors: list[VerifyError] = []
 
     def err(rule: str, message: str, node: object, function: str = MODULE, loc: Loc = NO_LOC) -> None:
@@ -156,7 +169,7 @@ def verify_module(module: ir.Module) -> list[VerifyError]:
         seen_functions.add(fn.name)
 
     for fn in module.functions:
-        errors.extend(verify_function(fn, module))
+        errors.extend(verify_function(fn, module, lane_ir))
     errors.extend(_recursion_errors(module))
     return errors
 
@@ -226,9 +239,9 @@ def _calls_in(value, stmt):
 
 # ---- functions -------------------------------------------------------------------
 
-def verify_function(fn: ir.Function, module: ir.Module) -> list[VerifyError]:
+def verify_function(fn: ir.Function, module: ir.Module, lane_ir: bool = False) -> list[VerifyError]:
     """Every broken invariant of one function (module rules excepted)."""
-    return _FunctionVerifier(fn, module).run()
+    return _FunctionVerifier(fn, module, lane_ir).run()
 
 
 @dataclass(eq=False)
@@ -250,7 +263,7 @@ class _Loop:
 _BAD = object()  # the width of an expression already reported as broken
 _EXPR_TYPES = (ir.Const, ir.Var, ir.Op, ir.Load, ir.Len, ir.Call)
 _STMT_TYPES = (ir.Let, ir.Assign, ir.Store, ir.If, ir.For, ir.While, ir.Break, ir.Return,
-               ir.Assert, ir.Eval)
+               ir.Assert, ir.Eval, ir.Gang)
 _KIND_WORDS = {"param": "a parameter", "span": "a span parameter", "local": "a local",
                "counter": "a loop counter"}
 
@@ -263,8 +276,9 @@ class _FunctionVerifier:
     map names to `_Binding`s, innermost last.
     """
 
-    def __init__(self, fn: ir.Function, module: ir.Module):
+    def __init__(self, fn: ir.Function, module: ir.Module, lane_ir: bool = False):
         self.fn = fn
+        self.lane_ir = lane_ir
         self.module = module
         self.errors: list[VerifyError] = []
         self.scopes: list[dict[str, _Binding]] = []
@@ -428,6 +442,7 @@ class _FunctionVerifier:
         return state
 
     def stmt_If(self, s: ir.If, state, top):
+        self.unmasked(s)
         self.condition(s.cond, state, "if")
         if s.labels is not None:
             self.switch_labels(s, state)
@@ -436,6 +451,7 @@ class _FunctionVerifier:
         return _merge(then_state, else_state)
 
     def stmt_For(self, s: ir.For, state, top):
+        self.unmasked(s)
         for what, e in (("start", s.start), ("stop", s.stop)):
             w = self.expr(e, state)
             if _known(w) and w != Width.I32:
@@ -459,6 +475,7 @@ class _FunctionVerifier:
         return state  # the body may run zero times
 
     def stmt_While(self, s: ir.While, state, top):
+        self.unmasked(s)
         self.condition(s.cond, state, "while")
         self.seen_loop = True
         loop = _Loop(s)
@@ -473,6 +490,23 @@ class _FunctionVerifier:
                 after = b if after is None else after & b
             return after
         return state
+
+    def unmasked(self, s) -> None:
+        """Masked control belongs to a Gang, whose body is checked by gang_errors."""
+        if s.masked:
+            self.err("gang-mask", f"{type(s).__name__.lower()} marked masked outside a gang", s)
+
+    def stmt_Gang(self, s: ir.Gang, state, top):
+        """A Gang is checked as the scalar loop it runs (every rule above), then
+        against the lane rewrite's own rules (gang_errors)."""
+        if not self.lane_ir:
+            self.err("node-kind", "Gang is lane IR, not scalar IR", s)
+            return state
+        if self.loops:
+            self.err("gang-placement", f"the gang over %{s.var} is inside another loop", s)
+        for rule, message in gang_errors(self.fn, s):
+            self.err(rule, message, s)
+        return self.stmt_For(s.scalar_loop(), state, top)
 
     def stmt_Break(self, s: ir.Break, state, top):
         if not self.loops:
@@ -736,6 +770,33 @@ class _FunctionVerifier:
 
 # ---- helpers ------------------------------------------------------------------------
 
+def gang_errors(fn: ir.Function, gang: ir.Gang) -> list[tuple[str, str]]:
+    """(rule, message) for each lane-rewrite rule a Gang breaks."""
+    from nupp.lane_rewrite.rewrite import GANG_SIZES, gang_refusal, mark_masks
+    from nupp.lane_rewrite.varying import infer
+
+    errors = []
+    if gang.size not in GANG_SIZES:
+        errors.append(("gang-size", f"gang size {gang.size!r} is not one of {GANG_SIZES}"))
+    varying = infer(gang)
+    if tuple(gang.varying) != tuple(sorted(varying)):
+        errors.append(("gang-varying", f"the gang names varying({_names(gang.varying)}); "
+                       f"its body makes varying({_names(sorted(varying))})"))
+    for s, want in zip(ir_statements(gang.body), ir_statements(mark_masks(gang.body, varying))):
+        if isinstance(s, (ir.If, ir.While, ir.For)) and s.masked != want.masked:
+            what = "varies" if want.masked else "is uniform"
+            errors.append(("gang-mask", f"the {type(s).__name__.lower()} at {s.loc} is "
+                           f"{'' if s.masked else 'not '}marked masked but its condition {what}"))
+    problem = gang_refusal(fn, gang, varying)
+    if problem:
+        errors.append(("gang-legal", f"the gang cannot run its loop: {problem}"))
+    return errors
+
+
+def _names(names) -> str:
+    return ", ".join(f"%{n}" for n in names)
+
+
 def _known(w) -> bool:
     return w is not _BAD
 
@@ -929,10 +990,10 @@ def render_inline(module: ir.Module, errors: list[VerifyError]) -> str:
     return "\n".join(out) + "\n"
 
 
-def check(module: ir.Module, stage: str) -> None:
+def check(module: ir.Module, stage: str, lane_ir: bool = False) -> None:
     """Verify `module` after `stage`; a broken invariant raises InternalError
     naming the stage, each error with its rule and place, and the IR annotated."""
-    errors = verify_module(module)
+    errors = verify_module(module, lane_ir)
     if not errors:
         return
     from nupp.frontend.diagnostics import InternalError

@@ -1,0 +1,190 @@
+"""The lane rewrite: scalar IR in, lane IR out (verified), one decision per span loop.
+
+    rewrite_lanes(module, gang=8) -> lane IR module
+    lane_decisions(module)        -> [LaneDecision] (what `nupp emit --report` prints)
+
+Each outermost span loop (varying.span_loops) that the analysis admits
+(varying.py) and that the lane emitter can run (`gang_refusal` below) becomes
+a `Gang`: the same counter, bounds and body, the gang size, its varying
+locals by name, and every If / While / For of the body whose condition or
+bounds vary marked `masked`.  Nothing else changes: per lane the statements,
+ops and their order are the scalar loop's, which is why lane code agrees
+with it bit for bit.  A refused loop stays the scalar `For`, and its
+decision says why.
+
+Example (text in, text out):
+
+    for %i = 1:i32 to len %out step 1 {                         @16:5
+      let %n: i32 = 0:i32                                        @21:15
+      while and.bool(lt.i32(%n, %maxIter), ...) {               @22:9
+        ...
+      }
+      store %out[%i].n = %n                                      @28:9
+    }
+
+becomes
+
+    gang 8 %i = 1:i32 to len %out varying(%i, %n, ...) {         @16:5
+      let %n: i32 = 0:i32                                        @21:15
+      while.masked and.bool(lt.i32(%n, %maxIter), ...) {        @22:9
+      ...
+
+What the emitter runs in gangs today (`gang_refusal`): step 1; masks for
+varying ifs (elif chains and switches included) and varying whiles, nested
+in each other freely; no break, assert, return, call or op that can raise
+in the loop (not rewritten yet); no reduction yet; no inner for with varying
+bounds yet; no local declared outside the loop given a varying value; every
+store, and every load of a span the loop writes, at the counter; a load at
+another index reads at a uniform local; every span the loop writes disjoint
+from every other span it touches.  The verifier checks a Gang against these
+same rules and against a fresh inference of its varying locals and masks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from nupp.lane_rewrite.varying import LoopPlan, analyze_function, span_loops
+from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.walk import own_exprs, raises, statements, subexprs
+from nupp.verifier import check as verify
+
+GANG_SIZES = (4, 8, 16)
+
+
+@dataclass(frozen=True)
+class LaneDecision:
+    function: str
+    loc: ir.Loc
+    counter: str
+    plan: LoopPlan
+    reason: Optional[str]  # why the loop stays scalar; None: it runs in gangs
+
+    @property
+    def rewritten(self) -> bool:
+        return self.reason is None
+
+
+def lane_decisions(module: ir.Module) -> list[LaneDecision]:
+    """For each outermost span loop of each function, whether it is rewritten, and why not."""
+    return [decision for fn in module.functions for _, decision in _decide(fn)]
+
+
+def rewrite_lanes(module: ir.Module, gang: int = 8) -> ir.Module:
+    """The lane IR of a (verified, scalar) module: admitted span loops become Gangs of `gang`."""
+    if gang not in GANG_SIZES:
+        raise ValueError(f"gang must be one of {GANG_SIZES}, not {gang}")
+    functions = tuple(_rewrite_function(fn, gang) for fn in module.functions)
+    result = replace(module, functions=functions)
+    verify(result, "lanes", lane_ir=True)
+    return result
+
+
+def _decide(fn: ir.Function) -> list[tuple[ir.For, LaneDecision]]:
+    out = []
+    for loop, plan in zip(span_loops(fn), analyze_function(fn)):
+        reason = plan.reason if not plan.lanes else gang_refusal(fn, loop, plan.varying, plan)
+        out.append((loop, LaneDecision(fn.name, loop.loc, loop.var, plan, reason)))
+    return out
+
+
+def _rewrite_function(fn: ir.Function, gang: int) -> ir.Function:
+    chosen = {id(loop): d.plan for loop, d in _decide(fn) if d.rewritten}
+    if not chosen:
+        return fn
+
+    def stmts(block) -> tuple:
+        return tuple(stmt(s) for s in block)
+
+    def stmt(s):
+        plan = chosen.get(id(s))
+        if plan is not None:
+            varying = tuple(sorted(plan.varying))
+            return ir.Gang(s.var, s.start, s.stop, gang, varying, mark_masks(s.body, plan.varying), s.loc)
+        if isinstance(s, ir.If):
+            return replace(s, then=stmts(s.then), orelse=stmts(s.orelse))
+        if isinstance(s, (ir.For, ir.While)):
+            return replace(s, body=stmts(s.body))
+        return s
+
+    return replace(fn, body=stmts(fn.body))
+
+
+def mark_masks(body, varying) -> tuple:
+    """The body with `masked` set on each If / While / For whose condition or bounds vary."""
+    out = []
+    for s in body:
+        if isinstance(s, ir.If):
+            s = replace(s, then=mark_masks(s.then, varying), orelse=mark_masks(s.orelse, varying),
+                        masked=is_varying(s.cond, varying))
+        elif isinstance(s, ir.While):
+            s = replace(s, body=mark_masks(s.body, varying), masked=is_varying(s.cond, varying))
+        elif isinstance(s, ir.For):
+            s = replace(s, body=mark_masks(s.body, varying),
+                        masked=is_varying(s.start, varying) or is_varying(s.stop, varying))
+        out.append(s)
+    return tuple(out)
+
+
+def is_varying(e, varying) -> bool:
+    """An expression varies when it loads an element or reads a varying local."""
+    return any(isinstance(x, ir.Load) or (isinstance(x, ir.Var) and x.name in varying)
+               for x in subexprs(e))
+
+
+# ---- what the lane emitter runs in gangs ----------------------------------------------
+
+def gang_refusal(fn: ir.Function, loop, varying, plan: Optional[LoopPlan] = None) -> Optional[str]:
+    """Why a span loop (For or Gang) the analysis admits cannot run in gangs yet, or None."""
+    if not fn.vectorize:
+        return "marked @aot(vectorize = false)"
+    if plan is not None and (plan.masked_breaks or plan.reductions):
+        return "a masked break (not rewritten yet)" if plan.masked_breaks else "a reduction (not rewritten yet)"
+    if getattr(loop, "step", 1) != 1:
+        return f"step {loop.step} (gangs need step 1)"
+    inside = list(statements(loop.body))
+    return (_control_refusal(loop.body, varying)
+            or _statement_refusal(inside, loop, varying)
+            or _access_refusal(fn, inside, loop, varying))
+
+
+def _control_refusal(stmts, varying) -> Optional[str]:
+    """An inner for with varying bounds (masks are emitted for if and while)."""
+    for s in statements(stmts):
+        if isinstance(s, ir.For) and (is_varying(s.start, varying) or is_varying(s.stop, varying)
+                                      or s.var in varying):
+            return f"the for at {s.loc} has varying bounds or runs under a mask (not rewritten yet)"
+    return None
+
+
+def _statement_refusal(inside, loop, varying) -> Optional[str]:
+    declared = {s.name for s in inside if isinstance(s, ir.Let)} | {
+        s.var for s in inside if isinstance(s, ir.For)}
+    for s in inside:
+        if isinstance(s, ir.Assert):
+            return f"an assert at {s.loc} in the loop"
+        if isinstance(s, ir.Break):
+            return f"a break at {s.loc} in the loop (not rewritten yet)"
+        if isinstance(s, ir.Assign) and s.name not in declared and s.name in varying:
+            return f"%{s.name}, declared outside the loop, gets a varying value in it at {s.loc}"
+        if isinstance(s, ir.Store) and s.index != loop.var:
+            return f"a store at %{s.index}, not the counter, at {s.loc}"
+        if any(raises(e) for e in own_exprs(s)):
+            return f"an op that can raise at {s.loc}"
+    return None
+
+
+def _access_refusal(fn: ir.Function, inside, loop, varying) -> Optional[str]:
+    stored = {s.span for s in inside if isinstance(s, ir.Store)}
+    loads = [(s, x) for s in inside for e in own_exprs(s) for x in subexprs(e) if isinstance(x, ir.Load)]
+    for s, x in loads:
+        if x.index != loop.var and (x.span in stored or x.index in varying):
+            return f"a load of %{x.span} at %{x.index}, not the counter, at {s.loc}"
+    touched = stored | {x.span for _, x in loads}
+    facts = {frozenset((a.a, a.b)): a.fact for a in fn.aliases}
+    for a in sorted(stored):
+        for b in sorted(touched - {a}):
+            if facts.get(frozenset((a, b))) != ir.DISJOINT:
+                return f"%{a} is written and not known disjoint from %{b}"
+    return None
