@@ -1,17 +1,25 @@
 """Building native code: the C compiler, its flags, and the compile cache.
 
-A module's C is compiled once per (source, compiler, compiler version,
-flags, nupp version) and kept under the cache folder (`NUPP_CACHE_DIR`, else
-`$XDG_CACHE_HOME/nupp`, else `~/.cache/nupp`):
+A library is built from translation units (`Unit`), each compiled with
+nupp's flags plus its own (a feature tier's `-march`, emit_c/tiers.py), all
+at once, then linked into one shared library:
+
+    build_library(c_source, toolchain, label)   one unit: a module's scalar C
+    build_units(units, toolchain, label)         several: a tiered lane library
+
+It is built once per (every unit's name, source and flags; compiler,
+compiler version, nupp's flags, nupp version) and kept under the cache folder
+(`NUPP_CACHE_DIR`, else `$XDG_CACHE_HOME/nupp`, else `~/.cache/nupp`):
 
     <key>.so     the shared library
-    <key>.json   its manifest: the key's parts and the library's SHA-256
+    <key>.json   its manifest: the key's parts, the units (name and flags:
+                 the tiers it carries) and the library's SHA-256
 
 Writes go to a temporary file in the same folder and are renamed into place,
 so two processes building the same module concurrently both succeed and
 neither ever loads a torn library.  A library whose hash does not match its
 manifest is corrupt: it is rebuilt.  When the compiler fails (nupp's bug, not
-the user's), the generated C is kept and its path reported.
+the user's), the failing unit's C is kept and its path reported.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
+from collections.abc import Sequence
 from pathlib import Path
 
 import nupp
@@ -31,8 +40,8 @@ from nupp.frontend.diagnostics import InternalError
 from nupp.paths import cache_dir
 
 # -ffp-contract=off: every binary64 operation rounds once, as LuaJIT computes it.
-# Never fast math.
-BASE_FLAGS = ("-std=c11", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared")
+# Never fast math.  These go to every compile and to the link.
+BASE_FLAGS = ("-std=c11", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC")
 COMPILERS = ("gcc", "clang")
 
 
@@ -49,6 +58,15 @@ class Toolchain:
         return Path(self.path).name
 
 
+@dataclass(frozen=True)
+class Unit:
+    """One translation unit of a library and the flags it alone is compiled with."""
+
+    name: str  # its file's stem, unique in the library: "module", a tier's name, "cpu_tier"
+    source: str
+    flags: tuple[str, ...] = ()
+
+
 @lru_cache(maxsize=None)
 def find_toolchain(cc: str = "gcc", extra_flags: tuple[str, ...] = ()) -> Toolchain:
     """The compiler named `cc` (gcc, clang, or a path), with its version."""
@@ -61,25 +79,32 @@ def find_toolchain(cc: str = "gcc", extra_flags: tuple[str, ...] = ()) -> Toolch
     return Toolchain(os.path.realpath(path), version, BASE_FLAGS + tuple(extra_flags))
 
 
-def cache_key(c_source: str, toolchain: Toolchain) -> str:
-    parts = json.dumps({"source": c_source, "cc": toolchain.path, "version": toolchain.version,
-                        "flags": toolchain.flags, "nupp": nupp.__version__}, sort_keys=True)
+def cache_key(units: Sequence[Unit], toolchain: Toolchain) -> str:
+    parts = json.dumps({"units": [[u.name, u.source, list(u.flags)] for u in units], "cc": toolchain.path,
+                        "version": toolchain.version, "flags": toolchain.flags, "nupp": nupp.__version__},
+                       sort_keys=True)
     return hashlib.sha256(parts.encode()).hexdigest()[:32]
 
 
 def build_library(c_source: str, toolchain: Toolchain, label: str = "module") -> Path:
-    """The shared library of `c_source`, from the cache or freshly compiled."""
+    """The shared library of one C translation unit, from the cache or freshly compiled."""
+    return build_units((Unit("module", c_source),), toolchain, label)
+
+
+def build_units(units: Sequence[Unit], toolchain: Toolchain, label: str = "module") -> Path:
+    """The shared library of `units`, from the cache or freshly compiled and linked."""
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    key = cache_key(c_source, toolchain)
+    key = cache_key(units, toolchain)
     library = folder / f"{key}.so"
     manifest = folder / f"{key}.json"
     if _intact(library, manifest):
         return library
-    _compile(c_source, toolchain, folder, library, label)
+    _compile(units, toolchain, folder, library, label)
     _write_atomically(manifest, json.dumps({
         "key": key, "label": label, "cc": toolchain.path, "version": toolchain.version,
-        "flags": list(toolchain.flags), "nupp": nupp.__version__, "sha256": _sha256(library),
+        "flags": list(toolchain.flags), "units": [{"name": u.name, "flags": list(u.flags)} for u in units],
+        "nupp": nupp.__version__, "sha256": _sha256(library),
     }, indent=1).encode())
     return library
 
@@ -96,19 +121,42 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _compile(c_source: str, toolchain: Toolchain, folder: Path, library: Path, label: str) -> None:
+def _compile(units: Sequence[Unit], toolchain: Toolchain, folder: Path, library: Path, label: str) -> None:
+    """Compile every unit to an object at once (a cold tiered build uses every core), link them."""
     with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as tmp:
-        c_file = Path(tmp) / "module.c"
-        c_file.write_text(c_source)
-        out = Path(tmp) / "module.so"
-        proc = subprocess.run([toolchain.path, *toolchain.flags, "-o", str(out), str(c_file), "-lm"],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            kept = _keep_failed_source(c_source, folder, label)
-            raise InternalError("emit_c", f"{toolchain.name} could not compile the C generated for {label}; "
-                                f"the C is kept at {kept}\n{proc.stderr.strip()[:4000]}")
+        objects = []
+        compiles = []
+        for unit in units:
+            c_file = Path(tmp) / f"{unit.name}.c"
+            c_file.write_text(unit.source)
+            objects.append(str(c_file.with_suffix(".o")))
+            compiles.append([toolchain.path, *toolchain.flags, *unit.flags, "-c", "-o", objects[-1], str(c_file)])
+        for unit, (returncode, stderr) in zip(units, _run_all(compiles)):
+            if returncode != 0:
+                kept = _keep_failed_source(unit.source, folder, label)
+                raise InternalError("emit_c", f"{toolchain.name} could not compile the C generated for {label}"
+                                    f"{'' if len(units) == 1 else f' ({unit.name})'}; the C is kept at {kept}\n"
+                                    f"{stderr.strip()[:4000]}")
+        out = Path(tmp) / "library.so"
+        ((returncode, stderr),) = _run_all([[toolchain.path, *toolchain.flags, "-shared", "-o", str(out),
+                                             *objects, "-lm"]])
+        if returncode != 0:
+            raise InternalError("native", f"{toolchain.name} could not link the library of {label}\n"
+                                f"{stderr.strip()[:4000]}")
         # rename within one folder: atomic, so no process ever loads a torn library
         os.replace(out, library)
+
+
+def _run_all(commands: list[list[str]]) -> list[tuple[int, str]]:
+    """Run the compiler commands concurrently; each one's exit status and error output."""
+    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for command in commands]
+    return [_finished(p) for p in processes]
+
+
+def _finished(process: subprocess.Popen) -> tuple[int, str]:
+    _, stderr = process.communicate()
+    return process.returncode, stderr
 
 
 def _keep_failed_source(c_source: str, folder: Path, label: str) -> Path:

@@ -1,7 +1,7 @@
 """The compile cache (runtime/native.py): hits, concurrent builds, corruption, keys.
 
   * A second build of the same module is a cache hit: the compiler does not
-    run (subprocess.run would fail the test), the library file is the same
+    run (a build would fail the test), the library file is the same
     one (inode and mtime unchanged), and the call takes well under 30 ms.
     The measured times are printed (`pytest -s`) and carried in the
     assertion messages.
@@ -12,8 +12,9 @@
     emptied, or its manifest garbled, missing or naming another hash -- is
     detected by the manifest's SHA-256 and rebuilt, and the rebuilt library
     works.
-  * The key changes with the C source, the compiler, its version, the flags
-    and nupp's version, and only with them.
+  * The key changes with the C source, the compiler, its version, the flags,
+    each unit's name and own flags (a tier's -march) and nupp's version, and
+    only with them.
 
 Each test compiles a module of its own (a unique constant in its source), so
 its key is new even in a shared cache, and no library is dlopen'ed under a
@@ -38,7 +39,7 @@ from nupp.emit_c.scalar import emit_module
 from nupp.frontend.diagnostics import Source
 from nupp.pipeline import compile_module
 from nupp.runtime import native
-from nupp.runtime.native import Toolchain, build_library, cache_dir, cache_key, find_toolchain
+from nupp.runtime.native import Toolchain, Unit, build_library, cache_dir, cache_key, find_toolchain
 
 from .conftest import require_tool
 
@@ -76,19 +77,20 @@ def call_bump(library: Path, cdef: str, argument: int) -> int:
 
 
 class CompilerRuns:
-    """Counts the compiler's runs (runtime/native.py's subprocess.run), or forbids them."""
+    """Counts the library builds (runtime/native.py's _compile: every run of the
+    compiler happens under it), or forbids them."""
 
     def __init__(self, monkeypatch, forbid: bool = False):
         self.count = 0
-        real = subprocess.run
+        real = native._compile
 
-        def run(*args, **kwargs):
+        def compile_(units, *args, **kwargs):
             self.count += 1
             if forbid:
-                raise AssertionError(f"the compiler ran on a cache hit: {args[0]}")
-            return real(*args, **kwargs)
+                raise AssertionError(f"the compiler ran on a cache hit: {[u.name for u in units]}")
+            return real(units, *args, **kwargs)
 
-        monkeypatch.setattr(native.subprocess, "run", run)
+        monkeypatch.setattr(native, "_compile", compile_)
 
 
 # ---- hits ------------------------------------------------------------------------------------
@@ -158,7 +160,7 @@ def test_loading_a_module_twice_compiles_once(cache, tmp_path, monkeypatch):
 # ---- concurrent builds -----------------------------------------------------------------------
 
 CHILD = """
-import sys, time, subprocess
+import sys, time
 from pathlib import Path
 from nupp.runtime import native
 from nupp.runtime.native import build_library, find_toolchain
@@ -167,11 +169,11 @@ from tests.test_compile_cache import call_bump
 source, cdef, barrier, ready = Path(sys.argv[1]).read_text(), Path(sys.argv[2]).read_text(), Path(sys.argv[3]), Path(sys.argv[4])
 toolchain = find_toolchain("gcc")
 runs = []
-real = subprocess.run
-def counting(*args, **kwargs):
-    runs.append(args[0][0])
-    return real(*args, **kwargs)
-native.subprocess.run = counting
+real = native._compile
+def counting(units, *args, **kwargs):
+    runs.append(len(units))
+    return real(units, *args, **kwargs)
+native._compile = counting
 ready.write_text("ready")
 while not barrier.exists():
     time.sleep(0.0005)
@@ -288,24 +290,28 @@ def test_corrupted_entry_is_detected_and_rebuilt(corruption, cache, monkeypatch)
 
 # ---- keys ---------------------------------------------------------------------------------------
 
-def test_key_depends_on_source_compiler_version_flags_and_nupp(monkeypatch):
+def test_key_depends_on_source_compiler_version_flags_units_and_nupp(monkeypatch):
     require_tool("gcc")
     gcc = find_toolchain("gcc")
     source = module_c(unique_module()[0]).source
-    key = cache_key(source, gcc)
-    assert key == cache_key(source, find_toolchain("gcc"))  # stable
-    assert key == cache_key(source, Toolchain(gcc.path, gcc.version, gcc.flags))
+    units = [Unit("module", source)]
+    key = cache_key(units, gcc)
+    assert key == cache_key(units, find_toolchain("gcc"))  # stable
+    assert key == cache_key([Unit("module", source)], Toolchain(gcc.path, gcc.version, gcc.flags))
     variants = {
-        "source": cache_key(source + "\n/* changed */\n", gcc),
-        "flags": cache_key(source, find_toolchain("gcc", extra_flags=("-fsanitize=undefined",))),
-        "flag order": cache_key(source, Toolchain(gcc.path, gcc.version, tuple(reversed(gcc.flags)))),
-        "compiler version": cache_key(source, Toolchain(gcc.path, gcc.version + " (patched)", gcc.flags)),
-        "compiler path": cache_key(source, Toolchain("/opt/other/gcc", gcc.version, gcc.flags)),
+        "source": cache_key([Unit("module", source + "\n/* changed */\n")], gcc),
+        "flags": cache_key(units, find_toolchain("gcc", extra_flags=("-fsanitize=undefined",))),
+        "flag order": cache_key(units, Toolchain(gcc.path, gcc.version, tuple(reversed(gcc.flags)))),
+        "compiler version": cache_key(units, Toolchain(gcc.path, gcc.version + " (patched)", gcc.flags)),
+        "compiler path": cache_key(units, Toolchain("/opt/other/gcc", gcc.version, gcc.flags)),
+        "unit flags": cache_key([Unit("module", source, ("-march=x86-64-v3",))], gcc),
+        "unit name": cache_key([Unit("v3", source)], gcc),
+        "another unit": cache_key(units + [Unit("cpu_tier", "int x;")], gcc),
     }
     if native.shutil.which("clang"):
-        variants["compiler"] = cache_key(source, find_toolchain("clang"))
+        variants["compiler"] = cache_key(units, find_toolchain("clang"))
     monkeypatch.setattr(nupp, "__version__", nupp.__version__ + ".dev1")
-    variants["nupp version"] = cache_key(source, gcc)
+    variants["nupp version"] = cache_key(units, gcc)
     assert all(v != key for v in variants.values()), variants
     assert len(set(variants.values())) == len(variants), variants
 
