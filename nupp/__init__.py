@@ -8,8 +8,8 @@ stages live in sibling subpackages (``nupp.frontend``, ``nupp.scalar_ir``,
 __version__ = "0.1.0"
 
 
-def load(path, mode: str = "scalar", cc: str = "gcc"):
+def load(path, mode: str = "lane", cc: str = "gcc", gang=None, tier=None):
     """Load a .nupp module and call its @aot functions from Python with NumPy arrays
     (see nupp.runtime.api)."""
     from nupp.runtime.api import load as _load
-    return _load(path, mode, cc)
+    return _load(path, mode, cc, gang, tier)

@@ -1,6 +1,6 @@
 """The Python API: Nupp kernels called from Python with NumPy arrays.
 
-    kernels = nupp.load("kernels.nupp")            # mode "scalar" (native C), "lane" or "interp"
+    kernels = nupp.load("kernels.nupp")            # mode "lane" (the default), "scalar" or "interp"
     pixels = numpy.zeros(n, dtype=kernels.dtype("Pixel"))
     kernels.mandelbrot(out, pixels, 256)
 
@@ -57,12 +57,16 @@ end
 class NuppModule:
     """A loaded .nupp module: its @aot functions as Python callables, its structs as dtypes."""
 
-    def __init__(self, path: str | Path, mode: str = "scalar", cc: str = "gcc", gang: int = 8):
+    def __init__(self, path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,
+                 tier: str | None = None):
         path = Path(path)
-        self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc, gang=gang)
+        self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc, gang=gang, tier=tier)
         lua = self._host.lua
         source = Source.from_file(display_path(path))
-        exports = lua.eval(_LOAD_MODULE)(self._host.translate(source), "@" + source.path)
+        native = self._host.native_for(source)
+        # how the @aot functions run: "interp", "scalar" or lane<gang>-<tier> (nupp.executions' name)
+        self.execution = native.mode if native is not None else "interp"
+        exports = lua.eval(_LOAD_MODULE)(self._host.translate(source, native), "@" + source.path)
         self._call = lua.eval(_CALL)
         self._span_for = lua.eval(_SPAN_FOR)
         self._signatures = lua.eval("__nupp.boundary.signatures")
@@ -121,6 +125,11 @@ def struct_dtype(info) -> np.dtype:
                      "itemsize": int(info["size"])})
 
 
-def load(path: str | Path, mode: str = "scalar", cc: str = "gcc", gang: int = 8) -> NuppModule:
-    """Load a .nupp module for calls from Python (`gang`: G of mode "lane", 4 or 8)."""
-    return NuppModule(path, mode, cc, gang)
+def load(path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,
+         tier: str | None = None) -> NuppModule:
+    """Load a .nupp module for calls from Python.  Mode "lane" (the default)
+    runs span loops in SIMD gangs where the lane rewrite applies, at `tier`
+    (else the best this CPU runs; emit_c/tiers.py) and `gang` (4, 8 or 16, else
+    the tier's own); "scalar" is the plain compiled C, "interp" ordinary Nupp.
+    A tier this CPU cannot run raises TierError (a ValueError)."""
+    return NuppModule(path, mode, cc, gang, tier)

@@ -1,6 +1,7 @@
 """The `nupp` command line.
 
-    nupp run FILE.nupp [--aot on|off] [--mode interp|scalar|lane] [--gang 4|8] [--cc gcc|clang] [ARGS...]
+    nupp run FILE.nupp [--aot on|off] [--mode interp|scalar|lane] [--tier baseline|v2|v3|v4]
+                  [--gang 4|8|16] [--cc gcc|clang] [ARGS...]
     nupp check FILE.nupp                          report diagnostics
     nupp emit --lua FILE.nupp                     print the ordinary translation
     nupp emit --ir [--after STAGE] FILE.nupp      print the scalar IR (after a pipeline stage)
@@ -25,10 +26,12 @@ import nupp
 from nupp.frontend.diagnostics import Diagnostic, InternalError, NuppError, Source
 from nupp.frontend.to_lua import translate
 from nupp.pipeline import STAGES, compile_module
+from nupp.emit_c.lane import GANGS
+from nupp.emit_c.tiers import TIER_NAMES, TierError
 from nupp.runtime.host import MODES, Host, LuaRunError, display_path
 from nupp.scalar_ir.text import print_module
 
-GANG_CHOICES = ("4", "8")
+GANG_CHOICES = tuple(map(str, GANGS))
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
 
@@ -45,10 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run @aot functions as native code (on, the default) or as ordinary Nupp (off)")
     run.add_argument("--mode", choices=MODES, default=None,
                      help="how @aot functions run: interp (ordinary Nupp), scalar (compiled C) or lane "
-                          "(compiled C, simple span loops in SIMD gangs); "
-                          "--aot on picks the best native mode, --aot off means interp")
-    run.add_argument("--gang", choices=GANG_CHOICES, default="8",
-                     help="with --mode lane: iterations per gang (4 or 8, the default)")
+                          "(compiled C, span loops in SIMD gangs where the lane rewrite applies); "
+                          "--aot on means lane, --aot off means interp")
+    run.add_argument("--tier", choices=TIER_NAMES, default=None,
+                     help="lane code's feature tier (x86-64 level); default: the best this CPU runs")
+    run.add_argument("--gang", choices=GANG_CHOICES, default=None,
+                     help="lane code's iterations per gang; default: the tier's own (4, 4, 8, 16)")
     run.add_argument("--cc", default="gcc", help="the C compiler for native code (gcc or clang)")
     run.add_argument("args", nargs=argparse.REMAINDER,
                      help="arguments passed to the script as `...` (nupp's own options may come "
@@ -71,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     emit.add_argument("--after", choices=STAGES, default=None,
                       help="with --ir: the IR after this stage (default: after the last)")
     emit.add_argument("file", help="the .nupp module")
+
     return parser
 
 
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return COMMANDS[args.command](args)
-    except _UsageError as err:
+    except (_UsageError, TierError) as err:
         print(f"nupp {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except NuppError as err:
@@ -110,7 +116,8 @@ def _read_source(path: str) -> Source:
         raise NuppError([Diagnostic(Source(path, ""), 1, 1, f"cannot read '{path}': {reason}")]) from None
 
 
-RUN_OPTIONS = {"--aot": ("on", "off"), "--mode": MODES, "--cc": None, "--gang": GANG_CHOICES}
+RUN_OPTIONS = {"--aot": ("on", "off"), "--mode": MODES, "--cc": None, "--tier": TIER_NAMES,
+               "--gang": GANG_CHOICES}
 
 
 def _take_run_options(args) -> None:
@@ -137,10 +144,17 @@ def _take_run_options(args) -> None:
 
 def _run_mode(args) -> str:
     if args.mode is None:
-        return "scalar" if args.aot == "on" else "interp"
-    if args.aot == "off" and args.mode != "interp":
+        mode = "lane" if args.aot == "on" else "interp"
+    elif args.aot == "off" and args.mode != "interp":
         raise _UsageError(f"--aot off runs ordinary Nupp; it cannot be combined with --mode {args.mode}")
-    return args.mode
+    else:
+        mode = args.mode
+    pins = [f"--{name} {value}" for name, value in (("tier", args.tier), ("gang", args.gang)) if value]
+    if pins and mode != "lane":
+        running = "--aot off" if mode == "interp" and args.mode is None else f"--mode {mode}"
+        are, they = ("are", "they") if len(pins) > 1 else ("is", "it")
+        raise _UsageError(f"{' and '.join(pins)} {are} for lane code; {they} cannot be combined with {running}")
+    return mode
 
 
 class _UsageError(Exception):
@@ -151,7 +165,8 @@ def cmd_run(args) -> int:
     _take_run_options(args)
     mode = _run_mode(args)
     source = _read_source(args.file)
-    host = Host(search_path=[Path(args.file).resolve().parent], mode=mode, cc=args.cc, gang=int(args.gang))
+    host = Host(search_path=[Path(args.file).resolve().parent], mode=mode, cc=args.cc,
+                gang=int(args.gang) if args.gang else None, tier=args.tier)
     sys.stdout.flush()
     try:
         host.run_source(source, tuple(args.args))
@@ -177,9 +192,8 @@ def cmd_emit(args) -> int:
         sys.stdout.write(emit_module(compile_module(source), source.path).source)
     elif args.report:
         from nupp.lane_rewrite.report import render_report
-        from nupp.lane_rewrite.varying import analyze_module
         module = compile_module(source)
-        sys.stdout.write(render_report(module, analyze_module(module), source.path))
+        sys.stdout.write(render_report(module, source.path))
     else:
         sys.stdout.write(translate(source))
     return EXIT_OK

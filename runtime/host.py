@@ -77,16 +77,23 @@ NATIVE_MODES = ("scalar", "lane")
 class Host:
     """A Nupp program's world: a LuaJIT state, its module search path, and how
     `@aot` functions run: "interp" (their IR as Lua), "scalar" (compiled C) or
-    "lane" (compiled C with simple span loops in gangs of `gang`, emit_c/lane.py)."""
+    "lane" (compiled C with simple span loops in SIMD gangs, emit_c/lane.py, in
+    a library carrying every feature tier, emit_c/tiers.py).  In lane mode
+    `tier` pins a tier (else the best this CPU runs) and `gang` the gang of
+    every tier (else the tier's own); other modes ignore both."""
 
     def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc",
-                 gang: int = 8):
+                 gang: int | None = None, tier: str | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
+        if mode == "lane":
+            from nupp.emit_c.tiers import check_pins
+            check_pins(gang, tier)
         self.lua = new_lua_runtime()
         self.mode = mode
         self.cc = cc
         self.gang = gang
+        self.tier = tier
         self.search_path = [Path(p) for p in (search_path or [])]
         self.module_error: Exception | None = None  # raised in Python once Lua unwinds
         self._run_chunk = self.lua.eval(_RUN_CHUNK)
@@ -100,9 +107,14 @@ class Host:
     def run_source(self, source: Source, args: tuple = ()) -> None:
         self._run(self.translate(source), source.path, args)
 
-    def translate(self, source: Source) -> str:
-        """The Lua for a module in this host's mode (compiling its @aot functions if native)."""
-        return translate(source, self.native_module(source) if self.mode in NATIVE_MODES else None)
+    def translate(self, source: Source, native: NativeModule | None = None) -> str:
+        """The Lua for a module in this host's mode (compiling its @aot functions if native,
+        unless `native` is their library already)."""
+        return translate(source, native or self.native_for(source))
+
+    def native_for(self, source: Source) -> NativeModule | None:
+        """The library a module's @aot functions run from in this host's mode (None: as Nupp)."""
+        return self.native_module(source) if self.mode in NATIVE_MODES else None
 
     def native_module(self, source: Source) -> NativeModule | None:
         """The compiled library of a module's @aot functions (None if it has none)."""
@@ -116,14 +128,25 @@ class Host:
         # a prefix per module: LuaJIT's C namespace is shared by every module of the state
         prefix = "nupp_" + hashlib.sha256(f"{source.path}\0{source.text}".encode()).hexdigest()[:10] + "_"
         if self.mode == "lane":
-            from nupp.emit_c.lane import emit_lane_module
-            c_module = emit_lane_module(module, source.path, prefix, self.gang)
+            library, build = self._lane_library(module, source.path, prefix)
+            c_module, mode = build.c_module, build.mode
         else:
-            c_module = emit_module(module, source.path, prefix)
-        library = build_library(c_module.source, find_toolchain(self.cc), source.path)
-        mode = f"lane{self.gang}" if self.mode == "lane" else self.mode
+            c_module, mode = emit_module(module, source.path, prefix), self.mode
+            library = build_library(c_module.source, find_toolchain(self.cc), source.path)
         return NativeModule(str(library), c_module.cdef, c_module.errors,
                             {f.name: (f.symbol, f.result) for f in c_module.functions}, mode)
+
+    def _lane_library(self, module, path: str, prefix: str):
+        """A module's tiered lane library and the tier this host runs from it: the
+        pinned one, else the best the library's dispatcher says this CPU runs."""
+        from nupp.emit_c.tiers import choose_tier, tiered_module
+        from nupp.runtime.native import build_units, find_toolchain
+
+        tiered = tiered_module(module, path, prefix, self.gang, self.tier)
+        library = build_units(tiered.units, find_toolchain(self.cc), path)
+        cpu_tier = self.lua.eval("__nupp.native.cpu_tier")(str(library), tiered.cpu_tier_cdef,
+                                                            tiered.cpu_tier_symbol)
+        return library, choose_tier(tiered.builds, int(cpu_tier), self.tier)
 
     def run_lua(self, text: str, chunkname: str = "=lua", args: tuple = ()) -> None:
         """Run plain Lua (no translation), e.g. as an oracle for the translator."""

@@ -2,7 +2,8 @@
 -- boundary.  Loaded by prelude.lua with the boundary as `...`.
 --
 -- native.load(path, cdef, errors) loads a module's library once its
--- prototypes are declared; native.bind(...) returns the function Nupp code
+-- prototypes are declared (native.cpu_tier asks a tiered one which tier this
+-- CPU runs); native.bind(...) returns the function Nupp code
 -- calls: the boundary checks and converts the arguments (spans arrive as
 -- pointer and length), the C function runs, and a nonzero status raises the
 -- same text the interpreter raises (errors[status]).  No Python frame is on
@@ -17,13 +18,35 @@ local declared = {} -- cdef text -> true: ffi.cdef refuses a second declaration
 -- handles live as long as the state.
 local libraries = {}
 
-function native.load(path, cdef, errors)
+local function declare(cdef)
     if not declared[cdef] then
         ffi.cdef(cdef)
         declared[cdef] = true
     end
+end
+
+local function library(path)
     libraries[path] = libraries[path] or ffi.load(path)
-    return { lib = libraries[path], errors = errors }
+    return libraries[path]
+end
+
+function native.load(path, cdef, errors)
+    declare(cdef)
+    return { lib = library(path), errors = errors }
+end
+
+-- native.cpu_tier(path, cdef, symbol): a tiered lane library's own answer to
+-- which feature tier this CPU runs (an index into emit_c/tiers.py's TIERS;
+-- `symbol` is its dispatcher, `cdef` that function's prototype), asked once
+-- per library.  The host binds the chosen tier's functions (native.bind).
+local cpu_tiers = {}
+
+function native.cpu_tier(path, cdef, symbol)
+    if cpu_tiers[path] == nil then
+        declare(cdef)
+        cpu_tiers[path] = tonumber(library(path)[symbol]())
+    end
+    return cpu_tiers[path]
 end
 
 -- The call of a C function of `arity` arguments plus the result pointer,
@@ -52,9 +75,10 @@ local function abi_arity(params)
     return n
 end
 
--- native.executions[f] = {{name = "interp", run = ...}, {name = "scalar", run = ...}}:
+-- native.executions[f] = {{name = "interp", run = ...}, {name = "lane16-v4", run = ...}}:
 -- every way a bound @aot function can run, first the interpreter's, so a host
--- script can run them all and demand identical answers.
+-- script can run them all and demand identical answers.  The native one is
+-- named after its mode: "scalar", or lane<gang>-<tier> (emit_c/tiers.py).
 native.executions = setmetatable({}, { __mode = "k" })
 
 function native.bind(module, symbol, name, params, result, options, result_ctype, interpreted, mode)
