@@ -68,7 +68,8 @@ def per_call_cost(calls: int) -> tuple[float, float]:
         return best[0] / calls * 1e9, best[1] / calls * 1e9
 
 
-def handwritten_library():
+def handwritten_library(flags: tuple[str, ...] = ("-O2",)):
+    """The hand-written kernels compiled with `flags` (and nupp's arithmetic: no contraction), through cffi."""
     ffi = cffi.FFI()
     ffi.cdef("""
         void hw_mandelbrot(void *out, const void *px, int32_t n, int32_t max_iter);
@@ -78,7 +79,7 @@ def handwritten_library():
         void hw_advance(void *b, int32_t n, double dt, double damping);
     """)
     out = Path(tempfile.mkdtemp()) / "handwritten.so"
-    subprocess.run(["gcc", "-std=c11", "-O2", "-ffp-contract=off", "-fPIC", "-shared", "-o", str(out),
+    subprocess.run(["gcc", "-std=c11", *flags, "-ffp-contract=off", "-fPIC", "-shared", "-o", str(out),
                     str(HERE / "handwritten" / "kernels.c"), "-lm"], check=True)
     return ffi, ffi.dlopen(str(out))
 
@@ -163,23 +164,29 @@ import os, sys, time
 t0 = time.perf_counter()
 import nupp
 t1 = time.perf_counter()
-nupp.load(sys.argv[1], mode="scalar")
+nupp.load(sys.argv[1], mode=sys.argv[2])
 t2 = time.perf_counter()
-nupp.load(sys.argv[1], mode="scalar")
+nupp.load(sys.argv[1], mode=sys.argv[2])
 t3 = time.perf_counter()
 print(t1 - t0, t2 - t1, t3 - t2)
 """
 
 
-def compile_times() -> None:
+def load_times(mode: str, path: Path = KERNELS / "mandelbrot.nupp") -> tuple[float, float, float, float]:
+    """ms: import nupp, a cold load (empty cache), a cache hit in a new process, one in the same process."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUPP_CACHE_DIR=cache)
         runs = []
         for _ in range(2):  # the first run compiles, the second finds the cache warm
-            out = subprocess.run([sys.executable, "-c", COLD_LOAD, str(KERNELS / "mandelbrot.nupp")],
+            out = subprocess.run([sys.executable, "-c", COLD_LOAD, str(path), mode],
                                  env=env, capture_output=True, text=True, check=True).stdout
             runs.append([float(v) * 1000 for v in out.split()])
     (imp, cold, hit_same), (_, warm, _) = runs
+    return imp, cold, warm, hit_same
+
+
+def compile_times() -> None:
+    imp, cold, warm, hit_same = load_times("scalar")
     print("\ncompile and load of mandelbrot.nupp (ms)")
     print(f"  import nupp                         {imp:8.1f}")
     print(f"  cold: check, compile, load          {cold:8.1f}   (goal < 1000)")

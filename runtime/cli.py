@@ -7,6 +7,8 @@
     nupp emit --ir [--after STAGE] FILE.nupp      print the scalar IR (after a pipeline stage)
     nupp emit --c FILE.nupp                       print the C of the @aot functions
     nupp emit --report FILE.nupp                  which loops can run in SIMD gangs, and why not
+    nupp bench [--size N] [--repeats N] [--kernels K,..] [--cc gcc|clang]
+                                                  lane C against scalar C and hand-written C
     nupp --version
 
 Exit status: 0 success, 1 the program or its source is wrong, 2 bad usage,
@@ -77,7 +79,28 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --ir: the IR after this stage (default: after the last)")
     emit.add_argument("file", help="the .nupp module")
 
+    bench = sub.add_parser("bench", help="measure lane C against scalar C and hand-written C",
+                           description="Throughput of the BENCH kernels, side by side in one run: nupp's "
+                                       "scalar C, its lane C at each tier this CPU runs and each gang, and "
+                                       "the kernels written by hand in C (-O3 -march=native and -O2); then "
+                                       "the cold compile-and-load time of a tiered module.")
+    bench.add_argument("--size", type=_positive, default=1_000_000, help="elements per call (default 1000000)")
+    bench.add_argument("--repeats", type=_positive, default=5, help="runs per measurement; the median counts")
+    bench.add_argument("--kernels", type=_kernel_list, default=None,
+                       help="comma-separated subset of mandelbrot,corrected,tecsbits,mixedwidth,simd")
+    bench.add_argument("--cc", default="gcc", help="the C compiler for nupp's code (gcc or clang)")
     return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _kernel_list(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,7 +222,16 @@ def cmd_emit(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "emit": cmd_emit}
+def cmd_bench(args) -> int:
+    from nupp.bench.lane_speed import BENCH_KERNELS, run_benchmark
+    unknown = [k for k in args.kernels or () if k not in BENCH_KERNELS]
+    if unknown:
+        raise _UsageError(f"no kernel named {', '.join(unknown)} (kernels: {', '.join(BENCH_KERNELS)})")
+    run_benchmark(size=args.size, repeats=args.repeats, kernels=args.kernels or BENCH_KERNELS, cc=args.cc)
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "check": cmd_check, "emit": cmd_emit, "bench": cmd_bench}
 
 # "path/file.nupp:12: message" as LuaJIT writes positions
 _LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)

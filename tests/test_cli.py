@@ -22,7 +22,7 @@ def nupp_cmd(*args, cwd=None):
 
 def test_version_and_help():
     assert nupp_cmd("--version").stdout.strip() == f"nupp {nupp.__version__}"
-    for sub in ([], ["run"], ["check"], ["emit"]):
+    for sub in ([], ["run"], ["check"], ["emit"], ["bench"]):
         proc = nupp_cmd(*sub, "--help")
         assert proc.returncode == 0 and "usage: nupp" in proc.stdout
 
@@ -127,3 +127,8 @@ def test_emit_report_names_each_span_loop(tmp_path):
     assert proc.returncode == 0
     assert proc.stdout.startswith("k.nupp:7:5: loop over %i: stays scalar:")
     assert "add.f64" in proc.stdout
+
+
+def test_bench_refuses_an_unknown_kernel():
+    proc = nupp_cmd("bench", "--kernels", "mandelbrot,nbody")
+    assert proc.returncode == 2 and "no kernel named nbody (kernels: mandelbrot, " in proc.stderr
