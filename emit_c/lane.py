@@ -62,6 +62,7 @@ from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _Mod
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
+from nupp.scalar_ir.walk import statements
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width
 
 GANGS = GANG_SIZES
@@ -106,6 +107,15 @@ COMPARE = {f"{base}.{w}": sym
 # Conversions whose scalar rule is a plain C cast: __builtin_convertvector
 # converts each lane as that cast does.
 CONVERT = {op for op in OPS if C_OPS[op].scalar in (f"(({c_type(OPS[op].result)}){{0}})",)}
+
+
+def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
+    """Varying locals declared outside the gang (assigned in it, never read
+    before that in an iteration nor after the loop: the rewrite's rules), by width."""
+    inside = list(statements(gang.body))
+    declared = {s.name for s in inside if isinstance(s, ir.Let)} | {s.var for s in inside if isinstance(s, ir.For)}
+    return {s.name: s.value.width for s in inside
+            if isinstance(s, ir.Assign) and s.name in gang.varying and s.name not in declared}
 
 
 def _lanes_helper(g: int) -> str:
@@ -236,6 +246,9 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         var = self.bind(s.var)
         lanes = ", ".join(f"(int32_t){counter} + {k}" for k in range(g))
         self.declare_line(f"const {self.vec(Width.I32)} {var} = {{{lanes}}};", var, drop=True)
+        for name, width in _outer_varying(s).items():  # each lane's own copy, unread after the loop
+            c_name = self.bind(name)
+            self.declare_line(f"{self.vec(width)} {c_name} = {{0}};", c_name)
         for stmt in s.body:
             self.stmt(stmt)
         self.varying_names = None

@@ -33,7 +33,8 @@ What the emitter runs in gangs today (`gang_refusal`): step 1; masks for
 varying ifs (elif chains and switches included) and varying whiles, nested
 in each other freely; no break, assert, return, call or op that can raise
 in the loop (not rewritten yet); no reduction yet; no inner for with varying
-bounds yet; no local declared outside the loop given a varying value; every
+bounds yet; a local declared outside the loop and given a varying value in
+it is not read after it (in the gang each lane has its own copy); every
 store, and every load of a span the loop writes, at the counter; a load at
 another index reads at a uniform local; every span the loop writes disjoint
 from every other span it touches.  The verifier checks a Gang against these
@@ -45,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from nupp.lane_rewrite.varying import LoopPlan, analyze_function, span_loops
+from nupp.lane_rewrite.varying import LoopPlan, analyze_function, outer_read_after, span_loops
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.walk import own_exprs, raises, statements, subexprs
 from nupp.verifier import check as verify
@@ -145,7 +146,8 @@ def gang_refusal(fn: ir.Function, loop, varying, plan: Optional[LoopPlan] = None
         return f"step {loop.step} (gangs need step 1)"
     inside = list(statements(loop.body))
     return (_control_refusal(loop.body, varying)
-            or _statement_refusal(inside, loop, varying)
+            or _statement_refusal(inside, loop)
+            or _outer_refusal(fn, loop, varying)
             or _access_refusal(fn, inside, loop, varying))
 
 
@@ -158,20 +160,26 @@ def _control_refusal(stmts, varying) -> Optional[str]:
     return None
 
 
-def _statement_refusal(inside, loop, varying) -> Optional[str]:
-    declared = {s.name for s in inside if isinstance(s, ir.Let)} | {
-        s.var for s in inside if isinstance(s, ir.For)}
+def _statement_refusal(inside, loop) -> Optional[str]:
     for s in inside:
         if isinstance(s, ir.Assert):
             return f"an assert at {s.loc} in the loop"
         if isinstance(s, ir.Break):
             return f"a break at {s.loc} in the loop (not rewritten yet)"
-        if isinstance(s, ir.Assign) and s.name not in declared and s.name in varying:
-            return f"%{s.name}, declared outside the loop, gets a varying value in it at {s.loc}"
         if isinstance(s, ir.Store) and s.index != loop.var:
             return f"a store at %{s.index}, not the counter, at {s.loc}"
         if any(raises(e) for e in own_exprs(s)):
             return f"an op that can raise at {s.loc}"
+    return None
+
+
+def _outer_refusal(fn: ir.Function, loop, varying) -> Optional[str]:
+    """A local declared outside the loop may vary in it (each lane its own copy,
+    a vector in the gang) only when no one reads it after the loop: its final
+    value would have to come from the last lane.  (Not carried between
+    iterations either: the analysis refuses that unless it is a reduction.)"""
+    for name in sorted(outer_read_after(fn, loop) & set(varying)):
+        return f"%{name}, declared outside the loop, gets a varying value in it and is read after it"
     return None
 
 

@@ -134,6 +134,12 @@ def infer(loop) -> frozenset[str]:
     return frozenset(inference.varying)
 
 
+def outer_read_after(fn: ir.Function, loop) -> set[str]:
+    """Locals declared outside `loop` (a For or Gang of fn) that it assigns and
+    that are read after it (or in a loop around it)."""
+    return _outer_assigned(loop) & set(_reads_after(loop, list(_preorder(fn.body, ()))))
+
+
 def _outer_assigned(loop) -> set[str]:
     """Locals declared outside the loop that it assigns."""
     inside = [s for s, _ in _preorder(loop.body, ())]
@@ -349,7 +355,7 @@ def _reach(start: str, edges) -> set[str]:
     return seen
 
 
-def _reads_after(loop: ir.For, order) -> dict[str, ir.Loc]:
+def _reads_after(loop, order) -> dict[str, ir.Loc]:
     """Variables read after the loop (or anywhere in a loop around it), each with
     the first such read."""
     index = next(k for k, (s, _) in enumerate(order) if s is loop)

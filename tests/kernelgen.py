@@ -185,11 +185,13 @@ class GeneratedKernel:
 class _Writer:
     """Draws one module; keeps the names in scope with their widths."""
 
-    def __init__(self, draw, max_depth: int, max_statements: int, zero_divisors: bool):
+    def __init__(self, draw, max_depth: int, max_statements: int, zero_divisors: bool,
+                 lane_friendly: bool = False):
         self.draw = draw
         self.max_depth = max_depth
         self.max_statements = max_statements
-        self.zero_divisors = zero_divisors
+        self.zero_divisors = zero_divisors and not lane_friendly
+        self.lane_friendly = lane_friendly  # nothing that keeps the loop scalar
         self.scopes: list[dict[str, str]] = [{}]
         self.readonly: set[str] = set()
         self.next_name = 0
@@ -276,7 +278,7 @@ class _Writer:
     def divisor(self, width: str, depth: int) -> str:
         """An integer divisor: a non-zero literal, a `| 1`-made non-zero value, or (sometimes) raw."""
         roll = self.draw(st.integers(0, 9))
-        if roll < 2:
+        if roll < 2 or self.lane_friendly:  # a variable divisor can raise: lanes need a literal
             return {"i32": self.choice(("3", "(-1)", "7", "(-2147483648)")),
                     "u32": self.choice(("3", "4294967295")),
                     "i64": self.choice(("3LL", "(-1LL)")), "u64": self.choice(("3ULL", "18446744073709551615ULL"))}[width]
@@ -387,7 +389,7 @@ class _Writer:
             return f"({self.expr(self.choice(('f64', 'f32')), d)} ^ {self.choice(('0', '1', '2', '3', '7', '16'))})"
         if roll == 8:
             return f"(-({self.expr(self.choice(('f64', 'f32')), d)}))"
-        if roll == 9 and not self.helper:
+        if roll == 9 and not self.helper and not (self.lane_friendly and self.in_loop):
             return f"h({self.expr('i32', d)}, {self.expr('f64', d)}, {self.expr('f32', d)})"
         if roll == 10:
             # a promotion: an established value of another width used as binary64
@@ -507,7 +509,7 @@ class _Writer:
         self.emit(f"while {counter} < {self.choice(('1', '3', '5'))} and {self.boolean(self.draw(st.integers(0, 2)))} do")
         self.indent += 1
         self.block(depth - 1)
-        if self.chance(0.2):
+        if self.chance(0.2) and not self.lane_friendly:
             self.emit(f"if {self.boolean(1)} then")
             self.emit("    break")
             self.emit("end")
@@ -549,14 +551,25 @@ class _Writer:
         self.emit('assert(#out == #inp, "length mismatch")')
         if self.chance(0.15):
             self.emit(f'assert(p ~= {self.choice(INT_LITERALS["i32"])}, "p refused")')
+        outer = None
         if self.chance(0.3):
-            name = self.fresh("v")
-            self.emit(f"local {name} = {self.expr('f64', 1)}")
-            self.declare(name, "f64")
+            outer = self.fresh("v")
+            self.emit(f"local {outer} = {self.expr('f64', 1)}")
+            self.declare(outer, "f64")
         self.emit("for i = 1, #out do")
         self.indent += 1
         self.in_loop = True
         self.scopes.append({})
+        if outer and self.lane_friendly:
+            # never carried from one iteration to the next (that keeps a loop
+            # scalar): read-only in the loop, or set first thing in each iteration
+            if self.chance(0.5):
+                self.readonly.add(outer)
+            else:
+                width = self.scopes[0].pop(outer)  # its old value is not read: not carried
+                value = self.expr('f64', 1)
+                self.scopes[0][outer] = width
+                self.emit(f"{outer} = {value}")
         if self.chance(0.3):
             self.inp_element = "e"
             self.emit("local e = inp[i]")
@@ -578,12 +591,15 @@ class _Writer:
         return GeneratedKernel("\n".join(self.lines) + "\n", self.r_type, self.raw_divisions)
 
 
-def kernels(max_depth: int = 3, max_statements: int = 4, zero_divisors: bool = True) -> st.SearchStrategy:
-    """Whole generated modules (GeneratedKernel), well-typed by construction."""
+def kernels(max_depth: int = 3, max_statements: int = 4, zero_divisors: bool = True,
+            lane_friendly: bool = False) -> st.SearchStrategy:
+    """Whole generated modules (GeneratedKernel), well-typed by construction.
+    `lane_friendly`: no calls, breaks or variable divisors in the loop, so the
+    lane rewrite takes it (ifs and whiles with varying conditions stay)."""
 
     @st.composite
     def draw_kernel(draw):
-        return _Writer(draw, max_depth, max_statements, zero_divisors).module()
+        return _Writer(draw, max_depth, max_statements, zero_divisors, lane_friendly).module()
 
     return draw_kernel()
 

@@ -24,6 +24,7 @@ included, to the bit: test_native_differential's rule).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from nupp.emit_c.lane import emit_lane_module
 from nupp.lane_rewrite.rewrite import lane_decisions
@@ -41,8 +43,10 @@ from nupp.pipeline import compile_module
 from nupp.runtime.api import load
 from nupp.runtime.host import Host, display_path
 
-from .conftest import require_tool
-from .test_native_differential import (COMPILERS, saved_outputs_match, FULL_ROWS, KERNELS, RANDOM_ROWS, ROOT, Kernel, _ubsan_flags,
+from .conftest import UNDER_CI, require_tool
+from .kernelgen import KERNEL_SCALARS, edge_array, garbage_array
+from .kernelgen import kernels as generated_kernels
+from .test_native_differential import (COMPILERS, GENERATED_RANDOM_ROWS, GENERATED_ROWS, write_generated, saved_outputs_match, FULL_ROWS, KERNELS, RANDOM_ROWS, ROOT, Kernel, _ubsan_flags,
                                        call, field_differences, kernel_inputs, same_scalar,
                                        ubsan_environment)
 
@@ -488,3 +492,40 @@ def test_lane_c_runs_clean_under_ubsan(cc, tmp_path, kernels):
                 compared += saved_outputs_match(tmp_path, f"{name}-{gang}-{index}", expected,
                                                 f"{name} G={gang} {label} (UBSan)")
     assert compared > 0
+
+
+# ---- generated kernels ----------------------------------------------------------------------
+
+def run_generated_lanes(path: Path, cc: str, gangs=GANGS) -> None:
+    """Scalar C against lane C at each gang on every span length 0..2G+1 (edge
+    rows, garbage outputs) and the full edge set, with every scalar pair."""
+    scalar = loaded(path, "scalar", cc)
+    In, Out = scalar.dtype("In"), scalar.dtype("Out")
+    edges = edge_array(In, GENERATED_ROWS, random_rows=GENERATED_RANDOM_ROWS)
+    for gang in gangs:
+        lane = loaded(path, "lane", cc, gang)
+        lengths = [*range(2 * gang + 2), len(edges)]
+        for n, (p, q) in itertools.product(lengths, KERNEL_SCALARS):
+            rows = np.roll(edges, 3 * n)[:n]
+            args = (garbage_array(Out, n, seed=n), rows, p, q)
+            assert_same(call(scalar, "k", args), call(lane, "k", args),
+                        f"{path.name} k(out[{n}], inp[{n}], {p}, {q}) G={gang} ({cc})\n{path.read_text()}")
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_generated_kernels_agree_in_gangs(cc, tmp_path_factory):
+    """hypothesis: kernels with varying ifs and whiles (kernelgen, lane_friendly)
+    are lane-rewritten, and lane C agrees with scalar C bit for bit."""
+    require_tool(cc)
+    folder = tmp_path_factory.mktemp(f"generated-lanes-{cc}")
+
+    @given(generated_kernels(lane_friendly=True))
+    @settings(max_examples=15 if not UNDER_CI else 30, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    def agree(kernel):
+        path = write_generated(folder, kernel.text)
+        _, module = compiled(path)
+        assert reasons(module, "k") == [None], kernel.text
+        run_generated_lanes(path, cc)
+
+    agree()
