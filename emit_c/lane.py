@@ -78,6 +78,7 @@ _SHORT = {"double": "f64", "float": "f32", "int32_t": "i32", "uint32_t": "u32", 
 _SIZES = {"double": 8, "float": 4, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8}
 _BLEND = {4: "int32_t", 8: "int64_t"}  # the signed element a value of each size blends as
 MASK = "int32_t"
+LANE = "@LANE@"  # in the C of one lane: its index, written out per lane or as the loop's `l`
 
 # Ops whose native vector operator is, per lane, exactly the scalar rule:
 # op -> (C operator, the unsigned width to compute in for a signed integer, or None).
@@ -196,8 +197,9 @@ class _LaneModuleEmitter(_ModuleEmitter):
             f"typedef {e} nu_{_SHORT[e]}x{g} __attribute__((vector_size({_SIZES[e] * g})));\n"
             for e in _SIZES if e in self.vector_types)
         if self.lanes_used:
-            typedefs = ("#include <string.h>\n#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n"
-                        + typedefs + _lanes_helper(g))
+            typedefs = "#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n" + typedefs + _lanes_helper(g)
+        if typedefs:
+            typedefs = "#include <string.h>\n" + typedefs  # memcpy: a gang's block of elements
         source = result.source
         if typedefs:
             lines = source.split("\n")
@@ -378,27 +380,72 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         return f"nu_lanes_x{self.gang}(&{self.read(mask)})"
 
     def stmt_Store(self, s: ir.Store) -> None:
+        """Lane by lane (guarded by the mask's lane), or, unmasked into a struct
+        of that one field, the gang's G values built as a vector and copied
+        into the G consecutive elements at once."""
         if self.varying_names is None:
             return super().stmt_Store(s)
-        value = self.lane(s.value)
-        pointer, _, span_type = self.spans[s.span]
+        pointer = self.spans[s.span][0]
         self.reads.add(pointer)
-        fields = self.mod.structs[span_type.struct][1]
-        storage = FIELD_STORAGE[dict(self.mod.module.struct(span_type.struct).fields)[s.field]]
-        value = self.store_value(s.value, value, storage)
+        field, storage, whole = self.field_of(s.span, s.field)
+        element = f"{pointer}[{self.read(self.base)} + {LANE} - 1].{field}"
+        if whole and self.mask is None:
+            t = self.stored_vector(s.value, storage)
+            self.line(f"memcpy(&{element.replace(LANE, '0')}, &{t}, sizeof {t});")
+            return
+        value = self.store_value(s.value, self.lane(s.value), storage)
         guard = "" if self.mask is None else f"if ({self.read(self.mask)}[l]) "
         self.line(f"for (int l = 0; l < {self.gang}; l++) "
-                  f"{guard}{pointer}[{self.read(self.base)} + l - 1].{fields[s.field]} = {value};")
+                  f"{guard}{element.replace(LANE, 'l')} = {_bare(value.replace(LANE, 'l'))};")
+
+    def stored_vector(self, e, storage) -> str:
+        """The vector of e's lanes as its field stores them (store_value's rule):
+        a float field takes binary32 with NaNs made canonical (a blend with
+        0x7FC00000 where `x != x`), a double field binary64; an integer field
+        each lane reduced modulo 2^bits (store_value per lane)."""
+        stored = FIELD_C_TYPES[storage.name]
+        if not storage.is_float:
+            return self.per_lane_typed(stored, self.store_value(e, self.lane(e), storage))
+        vector = self.vector_expr(e)
+        if c_type(e.width) != stored:
+            vector = self.named_typed(stored, f"__builtin_convertvector({vector}, {self.mod.vector(stored)})")
+        if stored != "float" or isinstance(e, ir.Const):
+            return vector
+        bits = self.mod.vector("int32_t")
+        nan = self.named_typed("int32_t", "{" + ", ".join(["0x7FC00000"] * self.gang) + "}")
+        return self.named_typed(stored, f"({self.mod.vector(stored)})((({bits}){vector} & ~({vector} != {vector}))"
+                                        f" | ({nan} & ({vector} != {vector})))")
+
+    def field_of(self, span: str, name: str):
+        """(C field name, storage, whether the struct is that one field alone:
+        then G consecutive elements are one contiguous vector)."""
+        span_type = self.spans[span][2]
+        fields = self.mod.structs[span_type.struct][1]
+        struct = self.mod.module.struct(span_type.struct)
+        storage = FIELD_STORAGE[dict(struct.fields)[name]]
+        whole = len(struct.fields) == 1 and FIELD_C_TYPES[storage.name] in _SIZES
+        return fields[name], storage, whole
 
     # ---- varying expressions
     def lane(self, e) -> str:
-        """C for lane `l` of e: `v[l]` of its vector (a mask lane as 0 or 1), or
-        the scalar C of a uniform e."""
+        """C for lane LANE of e: `v[LANE]` of its vector (a mask lane as 0 or 1),
+        or the scalar C of a uniform e (held in a temporary unless it is a name
+        or a literal, since it is written once per lane)."""
         if not self.varying(e):
-            return self.expr(e)
+            c = self.expr(e)
+            if isinstance(e, (ir.Var, ir.Const, ir.Len)):
+                return c
+            t = self.temp()
+            self.line(f"const {c_type(e.width)} {t} = {_bare(c)};")
+            self.reads.add(t)
+            return t
         if e.width is Width.BOOL:
-            return f"({self.vector_expr(e)}[l] != 0)"
-        return f"{self.vector_expr(e)}[l]"
+            return f"({self.vector_expr(e)}[{LANE}] != 0)"
+        return f"{self.vector_expr(e)}[{LANE}]"
+
+    def lanes_of(self, lane_c: str) -> str:
+        """A vector initializer: the C of lane LANE written out for each lane."""
+        return "{" + ", ".join(_bare(lane_c.replace(LANE, str(k))) for k in range(self.gang)) + "}"
 
     def vector_expr(self, e) -> str:
         """A vector of e's lanes: the name of a vector local or temporary, or a
@@ -421,28 +468,35 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         return t
 
     def gather(self, e: ir.Load) -> str:
-        pointer, _, span_type = self.spans[e.span]
+        """A field of the gang's G elements: one contiguous vector load when the
+        struct is that field alone, else element by element."""
+        pointer = self.spans[e.span][0]
         self.reads.add(pointer)
-        fields = self.mod.structs[span_type.struct][1]
-        storage = FIELD_STORAGE[dict(self.mod.module.struct(span_type.struct).fields)[e.field]]
-        if e.index == self.counter:
-            index = f"{self.read(self.base)} + l - 1"
-        else:  # a uniform index: every lane reads the same element
-            index = f"{self.index(e.index)} - 1"
-        access = f"{pointer}[{index}].{fields[e.field]}"
-        if FIELD_C_TYPES[storage.name] != c_type(e.width):
+        field, storage, whole = self.field_of(e.span, e.field)
+        stored = FIELD_C_TYPES[storage.name]
+        if e.index != self.counter:  # a uniform index: every lane reads the same element
+            return self.broadcast(self.expr(e), e.width)
+        if whole:
+            t = self.temp()
+            self.line(f"{self.mod.vector(stored)} {t};")
+            self.line(f"memcpy(&{t}, &{pointer}[{self.read(self.base)} - 1].{field}, sizeof {t});")
+            self.reads.add(t)
+            if stored == c_type(e.width):
+                return t
+            return self.named(e.width, f"__builtin_convertvector({t}, {self.vec(e.width)})")
+        access = f"{pointer}[{self.read(self.base)} + {LANE} - 1].{field}"
+        if stored != c_type(e.width):
             access = f"(({c_type(e.width)}){access})"
         return self.per_lane(e.width, access)
 
     def per_lane(self, width: Width, lane_c: str) -> str:
-        """A vector computed lane by lane from the scalar C of lane `l`."""
-        t = self.temp()
+        """A vector built from the scalar C of each lane (LANE replaced by its index)."""
         if width is Width.BOOL:
             lane_c = f"-(int32_t)({_bare(lane_c)})"
-        self.line(f"{self.vec(width)} {t} = {{0}};")
-        self.line(f"for (int l = 0; l < {self.gang}; l++) {t}[l] = {_bare(lane_c)};")
-        self.reads.add(t)
-        return t
+        return self.named(width, self.lanes_of(lane_c))
+
+    def per_lane_typed(self, element: str, lane_c: str) -> str:
+        return self.named_typed(element, self.lanes_of(lane_c))
 
     def op(self, e: ir.Op) -> str:
         if e.op in NATIVE:
@@ -486,7 +540,11 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         return self.named(e.width, f"__builtin_convertvector({self.vector_expr(e.args[0])}, {self.vec(e.width)})")
 
     def named(self, width: Width, text: str) -> str:
+        return self.named_typed(_ELEMENTS[width], text)
+
+    def named_typed(self, element: str, text: str) -> str:
+        """A const vector temporary of `element` lanes holding `text`."""
         t = self.temp()
-        self.line(f"const {self.vec(width)} {t} = {text};")
+        self.line(f"const {self.mod.vector(element)} {t} = {text};")
         self.reads.add(t)
         return t
