@@ -54,7 +54,6 @@ lane computes a result nobody reads.
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_type
@@ -63,7 +62,7 @@ from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.walk import statements
-from nupp.scalar_ir.widths import FIELD_STORAGE, Width
+from nupp.scalar_ir.widths import FIELD_STORAGE, Width, holds_in_binary32
 
 GANGS = GANG_SIZES
 
@@ -126,7 +125,7 @@ def _lanes_helper(g: int) -> str:
     chunks = [(16, "__AVX512F__", "_mm512_cmplt_epi32_mask(c, _mm512_setzero_si512())", "__m512i"),
               (8, "__AVX__", "_mm256_movemask_ps((__m256)c)", "__m256i"),
               (4, "__SSE__", "_mm_movemask_ps((__m128)c)", "__m128i")]
-    text = [f"\n/* the set lanes of a mask: bit k is lane k */",
+    text = ["\n/* the set lanes of a mask: bit k is lane k */",
             f"static inline unsigned nu_lanes_x{g}(const nu_i32x{g} *m) {{",
             "    unsigned bits = 0;"]
     first = True
@@ -160,17 +159,11 @@ def _binary32_operands(e: ir.Op) -> Optional[tuple]:
     for a in e.args:
         if isinstance(a, ir.Op) and a.op == "promote.f32.f64":
             out.append(a.args[0])
-        elif isinstance(a, ir.Const) and _holds_in_binary32(a.value):
+        elif isinstance(a, ir.Const) and holds_in_binary32(a.value):
             out.append(ir.Const(a.value, Width.F32, a.loc))
         else:
             return None
     return tuple(out) if not all(isinstance(a, ir.Const) for a in out) else None
-
-
-def _holds_in_binary32(value: float) -> bool:
-    import numpy as np
-
-    return math.isnan(value) or float(np.float32(value)) == value
 
 
 def emit_lane_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_", gang: int = 8) -> CModule:

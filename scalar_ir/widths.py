@@ -10,6 +10,8 @@ on which conversion exists and what it is called.
 
 from __future__ import annotations
 
+import struct
+
 from dataclasses import dataclass
 from enum import Enum
 
@@ -135,3 +137,13 @@ def conversion_name(src: Width, dst: Width) -> str:
 def integer_fits(value: int, width: Width) -> bool:
     lo, hi = width.int_range
     return lo <= value <= hi
+
+
+def holds_in_binary32(x: float) -> bool:
+    """Whether binary32 holds the binary64 `x` exactly (a NaN counts: it stays a NaN)."""
+    if x != x:
+        return True
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0] == x
+    except OverflowError:  # finite beyond binary32's range
+        return False

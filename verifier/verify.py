@@ -110,9 +110,7 @@ for parameter, alias and missing-return errors; NO_LOC for errors about structs)
 
 from __future__ import annotations
 
-import math
 import re
-import struct
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Optional
@@ -121,7 +119,7 @@ from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.nodes import DISJOINT, NO_LOC, SHARED_READ, Loc
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.walk import statements as ir_statements
-from nupp.scalar_ir.widths import FIELD_STORAGE, Width, integer_fits
+from nupp.scalar_ir.widths import FIELD_STORAGE, Width, holds_in_binary32, integer_fits
 
 MODULE = "<module>"  # VerifyError.function of errors about the module itself
 
@@ -836,13 +834,8 @@ def _const_problem(value, width) -> Optional[str]:
         if int(as_float) != value:
             return f"{width} constant {value} is not exactly representable at {width}"
         value = as_float
-    if width == Width.F32 and not math.isnan(value):
-        try:
-            rounded = struct.unpack("<f", struct.pack("<f", value))[0]
-        except OverflowError:
-            rounded = None
-        if rounded != value:
-            return f"f32 constant {value!r} is not exactly representable in binary32"
+    if width == Width.F32 and not holds_in_binary32(value):
+        return f"f32 constant {value!r} is not exactly representable in binary32"
     return None
 
 
