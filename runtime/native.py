@@ -41,7 +41,7 @@ from nupp.paths import cache_dir
 
 # -ffp-contract=off: every binary64 operation rounds once, as LuaJIT computes it.
 # Never fast math.  These go to every compile and to the link.
-BASE_FLAGS = ("-std=c11", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC")
+BASE_FLAGS = ("-std=c11", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-fPIC")
 COMPILERS = ("gcc", "clang")
 
 

@@ -307,3 +307,12 @@ def test_nupp_run_refuses_a_bad_or_unrunnable_tier(cache):
     scalar = nupp_run("--mode", "scalar", "--gang", "8", SCRIPT)
     assert scalar.returncode == 2 and "--gang 8 is for lane code; it cannot be combined with --mode scalar" \
         in scalar.stderr
+
+
+def test_the_default_gang_fills_a_register_with_the_widest_gang_field():
+    """binary64 fields (simd's Body) halve the lanes of 4-byte ones (mandelbrot's Pixel and Escape)."""
+    from nupp.lane_rewrite.rewrite import rewrite_lanes
+
+    wide, narrow = (rewrite_lanes(compiled(KERNELS[name].path)[1]) for name in ("simd", "mandelbrot"))
+    assert [t.gang_for(wide) for t in TIERS] == [4, 4, 4, 8]
+    assert [t.gang_for(narrow) for t in TIERS] == [4, 4, 8, 16]
