@@ -57,6 +57,7 @@ from __future__ import annotations
 from typing import Optional
 
 from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_type
+from nupp.emit_c.lane_helpers import lane_form
 from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
@@ -178,6 +179,17 @@ class _LaneModuleEmitter(_ModuleEmitter):
         self.gang = gang
         self.vector_types: set[str] = set()   # element C types whose vector is used
         self.lanes_used = False  # nu_lanes_xG (which lanes of a mask are set) is called
+        self.lane_forms: dict[str, str] = {}  # op -> C of its lane form, callees first
+
+    def use_lane_form(self, op: str) -> None:
+        form = lane_form(op, self.gang)
+        if op in self.lane_forms:
+            return
+        for needed in form.needs:
+            self.use_lane_form(needed)
+        for element in form.vectors:
+            self.vector(element)
+        self.lane_forms[op] = form.code
 
     def vector(self, element: str) -> str:
         self.vector_types.add(element)
@@ -190,7 +202,10 @@ class _LaneModuleEmitter(_ModuleEmitter):
             f"typedef {e} nu_{_SHORT[e]}x{g} __attribute__((vector_size({_SIZES[e] * g})));\n"
             for e in _SIZES if e in self.vector_types)
         if self.lanes_used:
-            typedefs = "#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n" + typedefs + _lanes_helper(g)
+            typedefs += _lanes_helper(g)
+        typedefs += "".join(self.lane_forms.values())
+        if self.lanes_used or self.lane_forms:
+            typedefs = "#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n" + typedefs
         if typedefs:
             typedefs = "#include <string.h>\n" + typedefs  # memcpy: a gang's block of elements
         source = result.source
@@ -498,6 +513,9 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             return self.compare(e)
         if e.op in CONVERT:
             return self.convert(e)
+        form = lane_form(e.op, self.gang)
+        if form is not None:
+            return self.lane_call(e, form)
         args = [self.lane(a) for a in e.args]
         rendering = C_OPS[e.op]
         if rendering.literal_safe is not None and (
@@ -506,6 +524,16 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.mod.use(rendering)
         assert not OPS[e.op].raises or isinstance(e.args[1], ir.Const)
         return self.per_lane(e.width, rendering.scalar.format(*args))
+
+    def lane_call(self, e: ir.Op, form) -> str:
+        """`nu_<op>xG(&r, &a, ...)`: the lane form of the op's helper (lane_helpers.py)."""
+        args = [self.vector_expr(a) for a in e.args]
+        self.mod.use_lane_form(e.op)
+        t = self.temp()
+        self.line(f"{self.vec(e.width)} {t};")
+        self.line(f"{form.name}(&{t}, {', '.join('&' + a for a in args)});")
+        self.reads.add(t)
+        return t
 
     def native_op(self, e: ir.Op) -> str:
         sym, unsigned = NATIVE[e.op]
