@@ -57,7 +57,7 @@ from __future__ import annotations
 from typing import Optional
 
 from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_type
-from nupp.emit_c.lane_helpers import lane_form
+from nupp.emit_c.lane_helpers import lane_form, lanes_helper
 from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
@@ -119,35 +119,6 @@ def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
             if isinstance(s, ir.Assign) and s.name in gang.varying and s.name not in declared}
 
 
-def _lanes_helper(g: int) -> str:
-    """`nu_lanes_xG(&mask)`: the sign bits of a mask's lanes as an unsigned, by
-    movemask where the target has it (SSE: 4 lanes, AVX: 8, AVX-512: 16 at a
-    time), else lane by lane."""
-    chunks = [(16, "__AVX512F__", "_mm512_cmplt_epi32_mask(c, _mm512_setzero_si512())", "__m512i"),
-              (8, "__AVX__", "_mm256_movemask_ps((__m256)c)", "__m256i"),
-              (4, "__SSE__", "_mm_movemask_ps((__m128)c)", "__m128i")]
-    text = ["\n/* the set lanes of a mask: bit k is lane k */",
-            f"static inline unsigned nu_lanes_x{g}(const nu_i32x{g} *m) {{",
-            "    unsigned bits = 0;"]
-    first = True
-    for width, macro, movemask, vtype in chunks:
-        if width > g:
-            continue
-        text.append(f"#{'if' if first else 'elif'} defined({macro})")
-        text.append(f"    for (int k = 0; k < {g // width}; k++) {{")
-        text.append(f"        {vtype} c;")
-        text.append(f"        memcpy(&c, (const char *)m + {width * 4} * k, sizeof c);")
-        text.append(f"        bits |= (unsigned){movemask} << ({width} * k);")
-        text.append("    }")
-        first = False
-    text.append("#else")
-    text.append(f"    for (int l = 0; l < {g}; l++) bits |= ((uint32_t)(*m)[l] >> 31) << l;")
-    text.append("#endif")
-    text.append("    return bits;")
-    text.append("}")
-    return "\n".join(text) + "\n"
-
-
 def _binary32_operands(e: ir.Op) -> Optional[tuple]:
     """The binary32 operands of a binary64 comparison whose operands are both
     binary32 values promoted (or binary64 constants a binary32 holds exactly),
@@ -202,7 +173,7 @@ class _LaneModuleEmitter(_ModuleEmitter):
             f"typedef {e} nu_{_SHORT[e]}x{g} __attribute__((vector_size({_SIZES[e] * g})));\n"
             for e in _SIZES if e in self.vector_types)
         if self.lanes_used:
-            typedefs += _lanes_helper(g)
+            typedefs += lanes_helper(g)
         typedefs += "".join(self.lane_forms.values())
         if self.lanes_used or self.lane_forms:
             typedefs = "#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n" + typedefs

@@ -78,33 +78,57 @@ def _min_max(kind: str, element: str, bits: str, nan: str):
     return make
 
 
-def _chunked(name: str, vector: str, element: str, arity: int, chunks, fallback: str, g: int) -> str:
-    """A lane-wise op done by the widest intrinsic the tier has, chunk by chunk,
-    else by the scalar C function per lane."""
-    args = ", ".join(f"const {vector} *{x}" for x in "abc"[:arity])
-    lines = [f"static inline void {name}({vector} *r, {args})", "{"]
-    first = True
+def _by_isa(g: int, chunks, chunk_lines, fallback: list[str]) -> list[str]:
+    """C choosing, by the tier's predefined macros, the widest intrinsic whose
+    `width` lanes divide the gang, run over the gang `width` lanes at a time
+    (`chunk_lines(width, vtype, intrinsic)`: the loop body over chunk k), else
+    the portable `fallback` lines."""
+    lines, first, seen = [], True, set()
     for width, macro, vtype, intrinsic in chunks:
-        if width > g:
+        if width > g or macro in seen:  # a narrower chunk under the same macro is never chosen
             continue
+        seen.add(macro)
         lines.append(f"#{'if' if first else 'elif'} {macro}")
         lines.append(f"    for (int k = 0; k < {g}; k += {width}) {{")
-        lines.append(f"        {vtype} " + ", ".join(f"{x}k" for x in "abc"[:arity]) + ";")
-        for x in "abc"[:arity]:
-            lines.append(f"        memcpy(&{x}k, (const {element} *){x} + k, sizeof {x}k);")
-        call = intrinsic + "(" + ", ".join(f"{x}k" for x in "abc"[:arity]) + ")"
-        lines.append(f"        const {vtype} rk = {call};")
-        lines.append(f"        memcpy(({element} *)r + k, &rk, sizeof rk);")
+        lines += ["        " + line for line in chunk_lines(width, vtype, intrinsic)]
         lines.append("    }")
         first = False
-    if not first:
-        lines.append("#else")
-    operands = ", ".join(f"(*{x})[l]" for x in "abc"[:arity])
-    lines.append(f"    for (int l = 0; l < {g}; l++) (*r)[l] = {fallback}({operands});")
-    if not first:
-        lines.append("#endif")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return lines + (["#else"] + fallback + ["#endif"] if not first else fallback)
+
+
+def _chunked(name: str, vector: str, element: str, arity: int, chunks, fallback: str, g: int) -> str:
+    """A lane-wise op done by the widest intrinsic the tier has, else by the
+    scalar C function per lane."""
+    names = "abc"[:arity]
+
+    def chunk(width, vtype, intrinsic):
+        body = [f"{vtype} " + ", ".join(f"{x}k" for x in names) + ";"]
+        body += [f"memcpy(&{x}k, (const {element} *){x} + k, sizeof {x}k);" for x in names]
+        body.append(f"const {vtype} rk = {intrinsic}(" + ", ".join(f"{x}k" for x in names) + ");")
+        return body + [f"memcpy(({element} *)r + k, &rk, sizeof rk);"]
+
+    operands = ", ".join(f"(*{x})[l]" for x in names)
+    fallback_lines = [f"    for (int l = 0; l < {g}; l++) (*r)[l] = {fallback}({operands});"]
+    return "\n".join([_signature(name, vector, arity), "{", *_by_isa(g, chunks, chunk, fallback_lines), "}"]) + "\n"
+
+
+_MOVEMASK = ((16, "defined(__AVX512F__)", "__m512i", "_mm512_cmplt_epi32_mask(c, _mm512_setzero_si512())"),
+             (8, "defined(__AVX__)", "__m256i", "_mm256_movemask_ps((__m256)c)"),
+             (4, "defined(__SSE__)", "__m128i", "_mm_movemask_ps((__m128)c)"))
+
+
+def lanes_helper(g: int) -> str:
+    """`nu_lanes_xG(&mask)`: the sign bits of a mask's lanes as an unsigned, bit
+    k for lane k, by movemask where the target has it (SSE: 4 lanes, AVX: 8,
+    AVX-512: 16 at a time), else lane by lane."""
+    def chunk(width, vtype, movemask):
+        return [f"{vtype} c;", "memcpy(&c, (const int32_t *)m + k, sizeof c);",
+                f"bits |= (unsigned){movemask} << k;"]
+
+    fallback = [f"    for (int l = 0; l < {g}; l++) bits |= ((uint32_t)(*m)[l] >> 31) << l;"]
+    return "\n".join(["\n/* the set lanes of a mask: bit k is lane k */",
+                      f"static inline unsigned nu_lanes_x{g}(const nu_i32x{g} *m)", "{", "    unsigned bits = 0;",
+                      *_by_isa(g, _MOVEMASK, chunk, fallback), "    return bits;", "}"]) + "\n"
 
 
 _FMA_F32 = ((16, "defined(__AVX512F__)", "__m512", "_mm512_fmadd_ps"),
