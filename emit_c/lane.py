@@ -62,7 +62,7 @@ from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _Mod
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
-from nupp.scalar_ir.walk import statements
+from nupp.scalar_ir.walk import breaks_leaving, statements
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width, holds_in_binary32
 
 GANGS = GANG_SIZES
@@ -204,6 +204,9 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.counter = ""     # the gang's counter (IR name)
         self.base = ""        # the C name of the gang's first index
         self.mask = None      # the C name of the active lanes' mask, None: all lanes
+        self.masks: list[str] = []  # the masks of the blocks being emitted, outermost first
+        self.loops: list[tuple[Optional[str], int]] = []  # per enclosing loop: (its while mask
+        #                                                   or None, len(self.masks) inside it)
 
     # ---- the gang loop
     def stmt_Gang(self, s: ir.Gang) -> None:
@@ -313,21 +316,31 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             if body:
                 m = self.temp("m")
                 active = test if outer is None else f"{self.read(outer)} & {test}"
-                self.line(f"const {self.vec(Width.BOOL)} {m} = {active};")
+                self.line(f"{self.vec(Width.BOOL)} {m} = {active};")  # a break clears lanes of it
                 sides.append((body, m))
         for body, m in sides:
             self.line(f"if ({self.lanes(m)} != 0) {{")
-            self.mask = m
-            self.block(body)
-            self.mask = outer
+            self.under_mask(m, body)
             self.line("}")
+
+    def under_mask(self, mask: Optional[str], body) -> None:
+        """A block run under `mask` (None: every lane), which its breaks may clear lanes of."""
+        outer = self.mask
+        self.mask = mask
+        if mask is not None:
+            self.masks.append(mask)
+        self.block(body)
+        if mask is not None:
+            self.masks.pop()
+        self.mask = outer
 
     def stmt_While(self, s: ir.While) -> None:
         """The lanes still looping are a mask, each round `mask &= cond`; the
-        loop ends when none is left.  While every lane loops (the common case)
-        the body runs without selects, as ISPC does for coherent lanes."""
+        loop ends when none is left, and a break under a mask takes its lanes
+        out of it.  While every lane loops (the common case) a body without
+        breaks runs without selects, as ISPC does for coherent lanes."""
         if not s.masked:
-            return super().stmt_While(s)
+            return self.in_loop(None, lambda: super(_LaneFunctionEmitter, self).stmt_While(s))
         outer = self.mask
         m, k = self.temp("w"), self.temp("k")
         every = ", ".join(["-1"] * self.gang)
@@ -340,18 +353,42 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.line(f"{m} &= {self.vector_expr(s.cond)};")  # lanes that leave stay out
         self.line(f"const unsigned {k} = {self.lanes(m)};")
         self.line(f"if ({k} == 0) break;")
-        self.line(f"if ({k} == {(1 << self.gang) - 1}u) {{")
-        self.mask = None
-        self.block(s.body)
-        self.line("} else {")
-        self.mask = m
-        self.block(s.body)
-        self.mask = outer
+        if breaks_leaving(s.body):
+            self.line("{")
+            self.in_loop(m, lambda: self.under_mask(m, s.body))
+        else:
+            self.line(f"if ({k} == {(1 << self.gang) - 1}u) {{")
+            self.in_loop(m, lambda: self.under_mask(None, s.body))
+            self.line("} else {")
+            self.in_loop(m, lambda: self.under_mask(m, s.body))
         self.line("}")
         self.depth -= 1
         self.line("}")
         self.depth -= 1
         self.line("}")
+
+    def in_loop(self, mask: Optional[str], emit) -> None:
+        """Emit a loop's body knowing its loop: a masked while's mask, or None."""
+        self.loops.append((mask, len(self.masks)))
+        emit()
+        self.loops.pop()
+
+    def stmt_For(self, s: ir.For) -> None:
+        if self.varying_names is None:
+            return super().stmt_For(s)
+        self.in_loop(None, lambda: super(_LaneFunctionEmitter, self).stmt_For(s))
+
+    def stmt_Break(self, s: ir.Break) -> None:
+        """A break every active lane takes is C's; under a mask it takes the
+        active lanes out of their while's mask and of every mask inside it."""
+        loop_mask, first = self.loops[-1] if self.loops else (None, 0)
+        if self.varying_names is None or self.mask is None or loop_mask is None:
+            return super().stmt_Break(s)
+        leaving = self.temp("x")
+        self.line(f"const {self.vec(Width.BOOL)} {leaving} = {self.read(self.mask)};")
+        self.reads.add(leaving)
+        for m in self.masks[first:]:  # the while's own mask first
+            self.line(f"{m} &= ~{leaving};")
 
     def lanes(self, mask: str) -> str:
         """C for the set lanes of a mask as the bits of an unsigned (lane k, bit k)."""

@@ -50,7 +50,7 @@ from nupp.emit_c.helpers import (
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width
-from nupp.scalar_ir.walk import nonzero_const, raises
+from nupp.scalar_ir.walk import breaks_leaving, nonzero_const, raises
 from nupp.verifier import check as verify
 
 INDENT = "    "
@@ -126,16 +126,6 @@ def _constant(e) -> bool:
     return isinstance(e, ir.Const) or (isinstance(e, ir.Op) and all(_constant(a) for a in e.args))
 
 
-def _breaks(stmts) -> bool:
-    """Whether a Break in stmts leaves the enclosing loop (not one nested in them)."""
-    for s in stmts:
-        if isinstance(s, ir.Break):
-            return True
-        if isinstance(s, ir.If) and (_breaks(s.then) or _breaks(s.orelse)):
-            return True
-    return False
-
-
 def _switch_arms(s: ir.If) -> Optional[list[tuple[tuple[int, ...], tuple]]]:
     """The arms of a labelled If as (labels, body), the default's labels (), or
     None when it cannot be a C switch (a Break in an arm would leave the switch)."""
@@ -149,7 +139,7 @@ def _switch_arms(s: ir.If) -> Optional[list[tuple[tuple[int, ...], tuple]]]:
             node = node.orelse[0]
     if labels.default:
         arms.append(((), node.orelse))
-    if any(_breaks(body) for _, body in arms):
+    if any(breaks_leaving(body) for _, body in arms):
         return None
     return arms
 

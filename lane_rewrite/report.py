@@ -26,6 +26,7 @@ def _verdict(decision: LaneDecision, kinds: dict[ir.Loc, str], gang: int) -> str
         return f"stays scalar: {decision.reason}"
     plan = decision.plan
     masked = [(loc, f"{kinds.get(loc, 'control')} at {loc}") for loc in plan.varying_control]
+    masked += [(loc, f"break at {loc}") for loc in plan.masked_breaks]
     parts = [f"varying: {_names(plan.varying)}"]
     if plan.uniform:
         parts.append(f"uniform: {_names(plan.uniform)}")

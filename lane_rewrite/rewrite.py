@@ -31,8 +31,9 @@ becomes
 
 What the emitter runs in gangs today (`gang_refusal`): step 1; masks for
 varying ifs (elif chains and switches included) and varying whiles, nested
-in each other freely; no break, assert, return, call or op that can raise
-in the loop (not rewritten yet); no reduction yet; no inner for with varying
+in each other freely; a break under a mask leaves its while lane by lane;
+no break out of the span loop itself, assert, return, call or op that can
+raise in the loop (not rewritten yet); no reduction yet; no inner for with varying
 bounds yet; a local declared outside the loop and given a varying value in
 it is not read after it (in the gang each lane has its own copy); every
 store, and every load of a span the loop writes, at the counter; a load at
@@ -48,7 +49,7 @@ from typing import Optional
 
 from nupp.lane_rewrite.varying import LoopPlan, analyze_function, outer_read_after, span_loops
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.walk import own_exprs, raises, statements, subexprs
+from nupp.scalar_ir.walk import breaks_leaving, own_exprs, raises, statements, subexprs
 from nupp.verifier import check as verify
 
 GANG_SIZES = (4, 8, 16)
@@ -113,19 +114,33 @@ def _rewrite_function(fn: ir.Function, gang: int) -> ir.Function:
 
 
 def mark_masks(body, varying) -> tuple:
-    """The body with `masked` set on each If / While / For whose condition or bounds vary."""
+    """The body with `masked` set on each If / While / For whose condition or
+    bounds vary, and on each While that a lane can leave by a break under a mask."""
     out = []
     for s in body:
         if isinstance(s, ir.If):
             s = replace(s, then=mark_masks(s.then, varying), orelse=mark_masks(s.orelse, varying),
                         masked=is_varying(s.cond, varying))
         elif isinstance(s, ir.While):
-            s = replace(s, body=mark_masks(s.body, varying), masked=is_varying(s.cond, varying))
+            s = replace(s, body=mark_masks(s.body, varying),
+                        masked=is_varying(s.cond, varying) or masked_break(s.body, varying))
         elif isinstance(s, ir.For):
             s = replace(s, body=mark_masks(s.body, varying),
                         masked=is_varying(s.start, varying) or is_varying(s.stop, varying))
         out.append(s)
     return tuple(out)
+
+
+def masked_break(body, varying, masked: bool = False) -> bool:
+    """Whether a break in `body` (not in a loop nested in it) runs under a varying if."""
+    for s in body:
+        if isinstance(s, ir.Break) and masked:
+            return True
+        if isinstance(s, ir.If):
+            inner = masked or is_varying(s.cond, varying)
+            if masked_break(s.then, varying, inner) or masked_break(s.orelse, varying, inner):
+                return True
+    return False
 
 
 def is_varying(e, varying) -> bool:
@@ -140,8 +155,8 @@ def gang_refusal(fn: ir.Function, loop, varying, plan: Optional[LoopPlan] = None
     """Why a span loop (For or Gang) the analysis admits cannot run in gangs yet, or None."""
     if not fn.vectorize:
         return "marked @aot(vectorize = false)"
-    if plan is not None and (plan.masked_breaks or plan.reductions):
-        return "a masked break (not rewritten yet)" if plan.masked_breaks else "a reduction (not rewritten yet)"
+    if plan is not None and plan.reductions:
+        return "a reduction (not rewritten yet)"
     if getattr(loop, "step", 1) != 1:
         return f"step {loop.step} (gangs need step 1)"
     inside = list(statements(loop.body))
@@ -161,11 +176,12 @@ def _control_refusal(stmts, varying) -> Optional[str]:
 
 
 def _statement_refusal(inside, loop) -> Optional[str]:
+    leaving = breaks_leaving(loop.body)
     for s in inside:
         if isinstance(s, ir.Assert):
             return f"an assert at {s.loc} in the loop"
-        if isinstance(s, ir.Break):
-            return f"a break at {s.loc} in the loop (not rewritten yet)"
+        if isinstance(s, ir.Break) and any(s is b for b in leaving):
+            return f"the break at {s.loc} leaves the loop over spans (not rewritten yet)"
         if isinstance(s, ir.Store) and s.index != loop.var:
             return f"a store at %{s.index}, not the counter, at {s.loc}"
         if any(raises(e) for e in own_exprs(s)):

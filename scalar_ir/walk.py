@@ -64,3 +64,14 @@ def raises(e) -> bool:
 
 def nonzero_const(e) -> bool:
     return isinstance(e, ir.Const) and e.value != 0
+
+
+def breaks_leaving(stmts) -> list:
+    """The Breaks of `stmts` that leave the loop around them (not a loop nested in them)."""
+    found = []
+    for s in stmts:
+        if isinstance(s, ir.Break):
+            found.append(s)
+        elif isinstance(s, ir.If):
+            found += breaks_leaving(s.then) + breaks_leaving(s.orelse)
+    return found

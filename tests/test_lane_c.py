@@ -168,7 +168,8 @@ return {In = In, Res = Res, route = route}
 
 # Varying whiles under masks: a Collatz-like while whose body is a masked if;
 # a while inside a masked if, storing under both masks; a uniform while inside
-# the gang; lanes leaving at different rounds, NaN and infinities included.
+# the gang; a `while true` its lanes leave by breaks under masks; lanes leaving
+# at different rounds, NaN and infinities included.
 WHILE_KERNEL = IN_RES + """
 
 @aot
@@ -201,8 +202,25 @@ local function steps(exclusive out: span.WriteSpan<Res>, borrows inp: span.Span<
         while u < k do
             u = u + 1
         end
+        local z = inp[i].a
+        local m: int32 = 0
+        while true do
+            if z == 1 or m >= 30 then
+                break
+            end
+            if (z & 1) == 0 then
+                z = z // 2
+            else
+                z = 3 * z + 1
+            end
+            m = m + 1
+            if m == k then
+                break
+            end
+        end
         out[i].p = n + u
         out[i].s = x
+        out[i].q = m
     end
 end
 
