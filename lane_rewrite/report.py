@@ -1,9 +1,10 @@
 """The text of `nupp emit --report`: one line per loop over spans, saying whether the
 lane rewrite turned it into gangs (with which values varying, which control
 masked) or why it stays scalar.  The decisions are rewrite.py's, the very ones
-lane C is built from.
+lane C is built from; they do not depend on the gang, which the feature tier
+picks at load time unless pinned (`--gang G` names it here).
 
-    mandelbrot.nupp:16:5: loop over %i: lane-rewritten, gangs of 8 (varying: %cx, %cy, %i, %n, %nx, %zx, %zy; uniform: %maxIter; masked: while at 22:9)
+    mandelbrot.nupp:16:5: loop over %i: lane-rewritten (varying: %cx, %cy, %i, %n, %nx, %zx, %zy; uniform: %maxIter; masked: while at 22:9)
     sum.nupp:3:5: loop over %i: stays scalar: %s carries add.f64 (binary64 addition) from one iteration to the next: reordering it would change the bits
 """
 
@@ -13,7 +14,8 @@ from nupp.lane_rewrite.rewrite import LaneDecision, lane_decisions
 from nupp.scalar_ir import nodes as ir
 
 
-def render_report(module: ir.Module, path: str, gang: int = 8) -> str:
+def render_report(module: ir.Module, path: str, gang: int | None = None) -> str:
+    """One line per span loop; `gang`: the gang to name (else the tier picks it at load time)."""
     kinds = {}
     for fn in module.functions:
         kinds.update(_control_kinds(fn.body))
@@ -21,7 +23,7 @@ def render_report(module: ir.Module, path: str, gang: int = 8) -> str:
                    for d in lane_decisions(module))
 
 
-def _verdict(decision: LaneDecision, kinds: dict[ir.Loc, str], gang: int) -> str:
+def _verdict(decision: LaneDecision, kinds: dict[ir.Loc, str], gang: int | None) -> str:
     if not decision.rewritten:
         return f"stays scalar: {decision.reason}"
     plan = decision.plan
@@ -32,7 +34,8 @@ def _verdict(decision: LaneDecision, kinds: dict[ir.Loc, str], gang: int) -> str
         parts.append(f"uniform: {_names(plan.uniform)}")
     if masked:
         parts.append("masked: " + ", ".join(text for _, text in sorted(masked, key=lambda m: (m[0].line, m[0].col))))
-    return f"lane-rewritten, gangs of {gang} ({'; '.join(parts)})"
+    width = f" in gangs of {gang}" if gang else ""
+    return f"lane-rewritten{width} ({'; '.join(parts)})"
 
 
 def _names(names) -> str:

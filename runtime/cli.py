@@ -4,9 +4,9 @@
                   [--gang 4|8|16] [--cc gcc|clang] [ARGS...]
     nupp check FILE.nupp                          report diagnostics
     nupp emit --lua FILE.nupp                     print the ordinary translation
-    nupp emit --ir [--after STAGE] FILE.nupp      print the scalar IR (after a pipeline stage)
-    nupp emit --c FILE.nupp                       print the C of the @aot functions
-    nupp emit --report FILE.nupp                  which loops can run in SIMD gangs, and why not
+    nupp emit --ir [--after STAGE] [--gang G] FILE.nupp   the IR after a pipeline stage (lanes: lane IR)
+    nupp emit --c [--gang G] FILE.nupp            the C of the @aot functions (--gang: lane C)
+    nupp emit --report [--gang G] FILE.nupp       which loops were lane-rewritten, and why not
     nupp bench [--size N] [--repeats N] [--kernels K,..] [--cc gcc|clang]
                                                   lane C against scalar C and hand-written C
     nupp --version
@@ -72,11 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--lua", action="store_true",
                       help="the Lua 5.1 that LuaJIT runs for ordinary execution")
     what.add_argument("--ir", action="store_true", help="the scalar IR of the @aot functions")
-    what.add_argument("--c", action="store_true", help="the C generated for the @aot functions")
+    what.add_argument("--c", action="store_true",
+                      help="the C generated for the @aot functions (scalar C; lane C with --gang)")
     what.add_argument("--report", action="store_true",
-                      help="for each loop over spans: whether it can run in SIMD gangs, and if not, why")
+                      help="for each loop over spans: whether it was lane-rewritten, and if not, why")
     emit.add_argument("--after", choices=STAGES, default=None,
-                      help="with --ir: the IR after this stage (default: after the last)")
+                      help="with --ir: the IR after this stage (default: the last scalar stage; "
+                           "lanes: the lane IR)")
+    emit.add_argument("--gang", choices=GANG_CHOICES, default=None,
+                      help="the gang of lane IR and lane C (default 8 for --after lanes; "
+                           "--c prints scalar C without it)")
     emit.add_argument("file", help="the .nupp module")
 
     bench = sub.add_parser("bench", help="measure lane C against scalar C and hand-written C",
@@ -208,15 +213,21 @@ def cmd_check(args) -> int:
 
 def cmd_emit(args) -> int:
     source = _read_source(args.file)
+    gang = int(args.gang or 8)
+    if args.gang and not (args.c or args.report or args.after == "lanes"):
+        raise _UsageError("--gang goes with --c, --report or --ir --after lanes")
     if args.ir:
-        sys.stdout.write(print_module(compile_module(source, after=args.after)))
+        sys.stdout.write(print_module(compile_module(source, after=args.after, gang=gang)))
+    elif args.c and args.gang:
+        from nupp.emit_c.lane import emit_lane_module
+        sys.stdout.write(emit_lane_module(compile_module(source), source.path, gang=gang).source)
     elif args.c:
         from nupp.emit_c.scalar import emit_module
         sys.stdout.write(emit_module(compile_module(source), source.path).source)
     elif args.report:
         from nupp.lane_rewrite.report import render_report
         module = compile_module(source)
-        sys.stdout.write(render_report(module, source.path))
+        sys.stdout.write(render_report(module, source.path, int(args.gang) if args.gang else None))
     else:
         sys.stdout.write(translate(source))
     return EXIT_OK

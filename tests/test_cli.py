@@ -129,6 +129,19 @@ def test_emit_report_names_each_span_loop(tmp_path):
     assert "add.f64" in proc.stdout
 
 
+def test_emit_lane_ir_lane_c_and_the_report_at_a_gang(tmp_path):
+    kernel = Path(nupp.__file__).resolve().parents[1] / "bench" / "kernel-subset-spike" / "mandelbrot.nupp"
+    lanes = nupp_cmd("emit", "--ir", "--after", "lanes", "--gang", "16", kernel)
+    assert lanes.returncode == 0 and "gang 16 %i = 1:i32 to len %out varying(" in lanes.stdout
+    assert "while.masked " in lanes.stdout
+    lane_c = nupp_cmd("emit", "--c", "--gang", "4", kernel)
+    assert lane_c.returncode == 0 and "the lane C (gangs of 4)" in lane_c.stdout
+    report = nupp_cmd("emit", "--report", "--gang", "8", kernel)
+    assert "loop over %i: lane-rewritten in gangs of 8 (" in report.stdout
+    wrong = nupp_cmd("emit", "--lua", "--gang", "4", kernel)
+    assert wrong.returncode == 2 and "--gang goes with" in wrong.stderr
+
+
 def test_bench_refuses_an_unknown_kernel():
     proc = nupp_cmd("bench", "--kernels", "mandelbrot,nbody")
     assert proc.returncode == 2 and "no kernel named nbody (kernels: mandelbrot, " in proc.stderr
