@@ -54,9 +54,10 @@ lane computes a result nobody reads.
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
-from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_type
+from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_const, c_type
 from nupp.emit_c.lane_helpers import lane_form, lanes_helper
 from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
@@ -111,12 +112,29 @@ CONVERT = {op for op in OPS if C_OPS[op].scalar in (f"(({c_type(OPS[op].result)}
 
 
 def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
-    """Varying locals declared outside the gang (assigned in it, never read
-    before that in an iteration nor after the loop: the rewrite's rules), by width."""
+    """Varying locals declared outside the gang other than its reductions
+    (assigned in it, never read before that in an iteration nor after the
+    loop: the rewrite's rules), by width."""
     inside = list(statements(gang.body))
     declared = {s.name for s in inside if isinstance(s, ir.Let)} | {s.var for s in inside if isinstance(s, ir.For)}
+    declared |= {name for name, _ in gang.reductions}
     return {s.name: s.value.width for s in inside
             if isinstance(s, ir.Assign) and s.name in gang.varying and s.name not in declared}
+
+
+def _identity(op: str):
+    """The value x with op(x, y) == y for every y: where each lane's partial result starts."""
+    base, width = OPS[op].base, OPS[op].result
+    if base in ("add", "sub", "bor", "bxor"):
+        return 0
+    if base == "mul":
+        return 1
+    if base == "band":
+        return -1 if width.is_signed else (1 << width.bits) - 1
+    if width.is_float:
+        return math.inf if base == "min" else -math.inf
+    low, high = width.int_range
+    return high if base == "min" else low
 
 
 def _binary32_operands(e: ir.Op) -> Optional[tuple]:
@@ -221,6 +239,8 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             stop = bound
         counter = self.temp("c")
         self.line(f"int64_t {counter} = {start};")
+        self.scopes.append({})  # the reductions' accumulators, across the gangs
+        accumulators = [self.accumulator(name, op) for name, op in s.reductions]
         self.line(f"for (; {counter} + {g - 1} <= {stop}; {counter} += {g}) {{")
         self.depth += 1
         self.scopes.append({})
@@ -239,10 +259,33 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.scopes.pop()
         self.depth -= 1
         self.line("}")
+        self.scopes.pop()
+        for (name, op), acc in zip(s.reductions, accumulators):
+            self.combine(name, op, acc)
         self.line(f"for (; {counter} <= {stop}; ++{counter}) {{")  # the tail: n mod G iterations
         self.counted_body(s.scalar_loop(), counter)
         self.depth -= 1
         self.line("}")
+
+    def accumulator(self, name: str, op: str) -> str:
+        """A reduction's vector of per-lane partial results, each starting at the op's identity."""
+        width = OPS[op].result
+        acc = self.bind(name, "r_")
+        identity = c_const(_identity(op), width)
+        self.line(f"{self.vec(width)} {acc} = {{{', '.join([identity] * self.gang)}}};")
+        self.reads.add(acc)
+        return acc
+
+    def combine(self, name: str, op: str, acc: str) -> None:
+        """The local takes each lane's partial result by the op's scalar rule (sub: the
+        partials are sums of negated terms, so they add).  For an exact op the order
+        of the terms cannot change a bit."""
+        op = op.replace("sub.", "add.", 1)
+        rendering = C_OPS[op]
+        self.mod.use(rendering)
+        target = self.lookup(name)
+        for k in range(self.gang):
+            self.line(f"{target} = {_bare(rendering.scalar.format(self.read(target), f'{acc}[{k}]'))};")
 
     # ---- statements of a gang body (uniform ones are the scalar emitter's)
     def vec(self, width: Width) -> str:

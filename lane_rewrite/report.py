@@ -34,6 +34,8 @@ def _verdict(decision: LaneDecision, kinds: dict[ir.Loc, str], gang: int | None)
         parts.append(f"uniform: {_names(plan.uniform)}")
     if masked:
         parts.append("masked: " + ", ".join(text for _, text in sorted(masked, key=lambda m: (m[0].line, m[0].col))))
+    if plan.reductions:
+        parts.append("reductions: " + ", ".join(f"%{name} ({op})" for name, op in zip(plan.reductions, plan.reduction_ops)))
     width = f" in gangs of {gang}" if gang else ""
     return f"lane-rewritten{width} ({'; '.join(parts)})"
 

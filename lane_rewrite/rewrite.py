@@ -33,7 +33,9 @@ What the emitter runs in gangs today (`gang_refusal`): step 1; masks for
 varying ifs (elif chains and switches included) and varying whiles, nested
 in each other freely; a break under a mask leaves its while lane by lane;
 no break out of the span loop itself, assert, return, call or op that can
-raise in the loop (not rewritten yet); no reduction yet; no inner for with varying
+raise in the loop (not rewritten yet); reductions with an exact op (each lane
+accumulates, the lanes are combined after the gangs: any order gives the
+same bits for an exact op); no inner for with varying
 bounds yet; a local declared outside the loop and given a varying value in
 it is not read after it (in the gang each lane has its own copy); every
 store, and every load of a span the loop writes, at the counter; a load at
@@ -47,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from nupp.lane_rewrite.varying import LoopPlan, analyze_function, outer_read_after, span_loops
+from nupp.lane_rewrite.varying import LoopPlan, analyze_function, outer_read_after, reductions_of, span_loops
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.walk import breaks_leaving, own_exprs, raises, statements, subexprs
 from nupp.verifier import check as verify
@@ -103,7 +105,9 @@ def _rewrite_function(fn: ir.Function, gang: int) -> ir.Function:
         plan = chosen.get(id(s))
         if plan is not None:
             varying = tuple(sorted(plan.varying))
-            return ir.Gang(s.var, s.start, s.stop, gang, varying, mark_masks(s.body, plan.varying), s.loc)
+            reductions = tuple(sorted(zip(plan.reductions, plan.reduction_ops)))
+            return ir.Gang(s.var, s.start, s.stop, gang, varying, mark_masks(s.body, plan.varying), s.loc,
+                           reductions)
         if isinstance(s, ir.If):
             return replace(s, then=stmts(s.then), orelse=stmts(s.orelse))
         if isinstance(s, (ir.For, ir.While)):
@@ -155,8 +159,6 @@ def gang_refusal(fn: ir.Function, loop, varying, plan: Optional[LoopPlan] = None
     """Why a span loop (For or Gang) the analysis admits cannot run in gangs yet, or None."""
     if not fn.vectorize:
         return "marked @aot(vectorize = false)"
-    if plan is not None and plan.reductions:
-        return "a reduction (not rewritten yet)"
     if getattr(loop, "step", 1) != 1:
         return f"step {loop.step} (gangs need step 1)"
     inside = list(statements(loop.body))
@@ -192,9 +194,9 @@ def _statement_refusal(inside, loop) -> Optional[str]:
 def _outer_refusal(fn: ir.Function, loop, varying) -> Optional[str]:
     """A local declared outside the loop may vary in it (each lane its own copy,
     a vector in the gang) only when no one reads it after the loop: its final
-    value would have to come from the last lane.  (Not carried between
-    iterations either: the analysis refuses that unless it is a reduction.)"""
-    for name in sorted(outer_read_after(fn, loop) & set(varying)):
+    value would have to come from the last lane.  A reduction is read after
+    it: its lanes are combined into it after the gangs."""
+    for name in sorted((outer_read_after(fn, loop) & set(varying)) - set(reductions_of(loop))):
         return f"%{name}, declared outside the loop, gets a varying value in it and is read after it"
     return None
 

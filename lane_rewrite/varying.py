@@ -140,6 +140,17 @@ def outer_read_after(fn: ir.Function, loop) -> set[str]:
     return _outer_assigned(loop) & set(_reads_after(loop, list(_preorder(fn.body, ()))))
 
 
+def reductions_of(loop) -> dict[str, str]:
+    """The admissible reductions of a loop (For or Gang): outside local -> its exact op."""
+    inside = [s for s, _ in _preorder(loop.body, ())]
+    found = {}
+    for name, first_read in sorted(_carried(loop.body, _outer_assigned(loop)).items()):
+        op, problem = _classify_carried(name, first_read, inside)
+        if problem is None:
+            found[name] = op
+    return found
+
+
 def _outer_assigned(loop) -> set[str]:
     """Locals declared outside the loop that it assigns."""
     inside = [s for s, _ in _preorder(loop.body, ())]

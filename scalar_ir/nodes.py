@@ -218,6 +218,9 @@ class Gang:
     varying: tuple[str, ...]  # sorted
     body: tuple["Stmt", ...]
     loc: Loc = _loc()
+    # outside locals accumulated with an exact op, (name, op) sorted: each lane
+    # accumulates its own, combined into the local after the gangs
+    reductions: tuple[tuple[str, str], ...] = ()
 
     def scalar_loop(self) -> "For":
         """The loop this gang came from (its tail runs it), masks dropped."""

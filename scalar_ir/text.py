@@ -39,7 +39,8 @@ Grammar (whitespace and newlines separate tokens and are otherwise free;
              | IF expr block (ELIF expr block)* ['else' '{' stmt* '}'] [switch]
              | FOR VAR '=' expr 'to' expr 'step' INT block        the counter is i32
              | WHILE expr block
-             | 'gang' INT VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')' block
+             | 'gang' INT VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')'
+               ['reduce' '(' VAR ':' OPNAME (',' VAR ':' OPNAME)* ')'] block
              | 'break' [LOC]
              | 'return' [expr] [LOC]
              | 'assert' expr ',' STRING [LOC]
@@ -210,7 +211,10 @@ def _stmt(out: _Lines, s, level: int) -> None:
         _braced(out, f"{_keyword('while', s.masked)} {print_expr(s.cond)} {{", s.body, level, s.loc)
     elif isinstance(s, Gang):
         varying = ", ".join(f"%{name}" for name in s.varying)
-        head = f"gang {s.size} %{s.var} = {print_expr(s.start)} to {print_expr(s.stop)} varying({varying}) {{"
+        reduce = ", ".join(f"%{name}: {op}" for name, op in s.reductions)
+        reduce = f" reduce({reduce})" if s.reductions else ""
+        head = (f"gang {s.size} %{s.var} = {print_expr(s.start)} to {print_expr(s.stop)} "
+                f"varying({varying}){reduce} {{")
         _braced(out, head, s.body, level, s.loc)
     elif isinstance(s, Break):
         out.add(level, "break", s.loc)
@@ -632,8 +636,18 @@ class _Parser:
         self.expect("varying")
         self.expect("(")
         varying = self.comma_list(")", lambda: self.expect_kind("var", "a varying %name").text[1:])
+        reductions = []
+        if self.accept("reduce"):
+            self.expect("(")
+            reductions = self.comma_list(")", self.reduction)
         loc, body = self.block(declare={var: Width.I32})
-        return Gang(var, start, stop, size, tuple(varying), body, loc)
+        return Gang(var, start, stop, size, tuple(varying), body, loc, tuple(reductions))
+
+    def reduction(self) -> tuple[str, str]:
+        """VAR ':' OPNAME"""
+        name = self.use("a reduced %name")
+        self.expect(":")
+        return name, self.name("an opcode")
 
     def counted(self) -> tuple:
         """VAR '=' expr 'to' expr: a counted loop's counter and bounds"""

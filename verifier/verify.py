@@ -98,7 +98,10 @@ Lane IR (`lane_ir=True`, after lane_rewrite; elsewhere a Gang is a node-kind err
   gang-varying         a Gang's varying names are exactly (sorted) the varying locals its
                        body infers (lane_rewrite/varying.py's rule, run afresh)
   gang-mask            an If / While / For is marked masked exactly when it is in a
-                       Gang and its condition or bounds vary
+                       Gang and its condition or bounds vary (a While also when a break
+                       under a varying if leaves it)
+  gang-reduce          a Gang's reductions are exactly (sorted) the outside locals its
+                       body accumulates with one exact op (varying.reductions_of)
   gang-legal           the Gang's loop is one the lane emitter runs (the rewrite's
                        admission rules: step 1, accesses at the counter, no raising op,
                        no break, ...); a Gang also meets every scalar rule as its loop
@@ -771,7 +774,7 @@ class _FunctionVerifier:
 def gang_errors(fn: ir.Function, gang: ir.Gang) -> list[tuple[str, str]]:
     """(rule, message) for each lane-rewrite rule a Gang breaks."""
     from nupp.lane_rewrite.rewrite import GANG_SIZES, gang_refusal, mark_masks
-    from nupp.lane_rewrite.varying import infer
+    from nupp.lane_rewrite.varying import infer, reductions_of
 
     errors = []
     if gang.size not in GANG_SIZES:
@@ -785,6 +788,10 @@ def gang_errors(fn: ir.Function, gang: ir.Gang) -> list[tuple[str, str]]:
             what = "varies" if want.masked else "is uniform"
             errors.append(("gang-mask", f"the {type(s).__name__.lower()} at {s.loc} is "
                            f"{'' if s.masked else 'not '}marked masked but its condition {what}"))
+    reductions = tuple(sorted(reductions_of(gang).items()))
+    if tuple(gang.reductions) != reductions:
+        errors.append(("gang-reduce", f"the gang names reduce({_reductions(gang.reductions)}); "
+                       f"its body makes reduce({_reductions(reductions)})"))
     problem = gang_refusal(fn, gang, varying)
     if problem:
         errors.append(("gang-legal", f"the gang cannot run its loop: {problem}"))
@@ -793,6 +800,10 @@ def gang_errors(fn: ir.Function, gang: ir.Gang) -> list[tuple[str, str]]:
 
 def _names(names) -> str:
     return ", ".join(f"%{n}" for n in names)
+
+
+def _reductions(pairs) -> str:
+    return ", ".join(f"%{name}: {op}" for name, op in pairs)
 
 
 def _known(w) -> bool:
