@@ -384,13 +384,10 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         breaks runs without selects, as ISPC does for coherent lanes."""
         if not s.masked:
             return self.in_loop(None, lambda: super(_LaneFunctionEmitter, self).stmt_While(s))
-        outer = self.mask
         m, k = self.temp("w"), self.temp("k")
-        every = ", ".join(["-1"] * self.gang)
         self.line("{")
         self.depth += 1
-        self.line(f"{self.vec(Width.BOOL)} {m} = {self.read(outer) if outer else '{' + every + '}'};")
-        self.reads.add(m)
+        self.loop_mask(m)
         self.line("for (;;) {")
         self.depth += 1
         self.line(f"{m} &= {self.vector_expr(s.cond)};")  # lanes that leave stay out
@@ -410,6 +407,12 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.depth -= 1
         self.line("}")
 
+    def loop_mask(self, m: str) -> None:
+        """Declare a loop's mask: the lanes active where it starts (every lane, or the mask's)."""
+        every = "{" + ", ".join(["-1"] * self.gang) + "}"
+        self.line(f"{self.vec(Width.BOOL)} {m} = {self.read(self.mask) if self.mask else every};")
+        self.reads.add(m)
+
     def in_loop(self, mask: Optional[str], emit) -> None:
         """Emit a loop's body knowing its loop: a masked while's mask, or None."""
         self.loops.append((mask, len(self.masks)))
@@ -419,7 +422,40 @@ class _LaneFunctionEmitter(_FunctionEmitter):
     def stmt_For(self, s: ir.For) -> None:
         if self.varying_names is None:
             return super().stmt_For(s)
-        self.in_loop(None, lambda: super(_LaneFunctionEmitter, self).stmt_For(s))
+        if not s.masked:
+            return self.in_loop(None, lambda: super(_LaneFunctionEmitter, self).stmt_For(s))
+        self.masked_for(s)
+
+    def masked_for(self, s: ir.For) -> None:
+        """A for whose counter varies: an int64 counter per lane (as the scalar C's,
+        so no lane overflows at INT32_MAX), bounds taken once, the lanes still
+        counting a mask that each round keeps those within their bound; the
+        loop ends when none is left."""
+        i64, i32, mask = self.vec(Width.I64), self.vec(Width.I32), self.vec(Width.BOOL)
+        start, stop = self.vector_expr(s.start), self.vector_expr(s.stop)
+        c, last, step, m = self.temp("c"), self.temp("e"), self.temp("s"), self.temp("w")
+        self.line("{")
+        self.depth += 1
+        self.line(f"{i64} {c} = __builtin_convertvector({start}, {i64});")
+        self.line(f"const {i64} {last} = __builtin_convertvector({stop}, {i64});")
+        self.line(f"const {i64} {step} = {{{', '.join([str(s.step)] * self.gang)}}};")
+        self.loop_mask(m)
+        self.reads.update((c, last, step))
+        self.line("for (;;) {")
+        self.depth += 1
+        test = "<=" if s.step > 0 else ">="
+        self.line(f"{m} &= __builtin_convertvector({c} {test} {last}, {mask});")
+        self.line(f"if ({self.lanes(m)} == 0) break;")
+        self.scopes.append({})
+        var = self.bind(s.var)
+        self.declare_line(f"const {i32} {var} = __builtin_convertvector({c}, {i32});", var, drop=True)
+        self.in_loop(m, lambda: self.under_mask(m, s.body))
+        self.scopes.pop()
+        self.line(f"{c} += {step};")
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
 
     def stmt_Break(self, s: ir.Break) -> None:
         """A break every active lane takes is C's; under a mask it takes the

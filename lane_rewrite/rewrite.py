@@ -30,17 +30,17 @@ becomes
       ...
 
 What the emitter runs in gangs today (`gang_refusal`): step 1; masks for
-varying ifs (elif chains and switches included) and varying whiles, nested
-in each other freely; a break under a mask leaves its while lane by lane;
-no break out of the span loop itself, assert, return, call or op that can
-raise in the loop (not rewritten yet); reductions with an exact op (each lane
+varying ifs (elif chains and switches included), whiles and inner fors
+whose counter varies, nested in each other freely; a break under a mask
+leaves its loop lane by lane; reductions with an exact op (each lane
 accumulates, the lanes are combined after the gangs: any order gives the
-same bits for an exact op); no inner for with varying
-bounds yet; a local declared outside the loop and given a varying value in
-it is not read after it (in the gang each lane has its own copy); every
-store, and every load of a span the loop writes, at the counter; a load at
-another index reads at a uniform local; every span the loop writes disjoint
-from every other span it touches.  The verifier checks a Gang against these
+same bits for an exact op); a local declared outside the loop and given a
+varying value in it only if nothing reads it after the loop (each lane has
+its own copy).  Not yet: a break out of the span loop itself, an assert, a
+return, a call or an op that can raise in the loop.  Memory: every store,
+and every load of a span the loop writes, at the counter; a load at another
+index reads at a uniform local; every span the loop writes disjoint from
+every other span it touches.  The verifier checks a Gang against these
 same rules and against a fresh inference of its varying locals and masks.
 """
 
@@ -118,8 +118,10 @@ def _rewrite_function(fn: ir.Function, gang: int) -> ir.Function:
 
 
 def mark_masks(body, varying) -> tuple:
-    """The body with `masked` set on each If / While / For whose condition or
-    bounds vary, and on each While that a lane can leave by a break under a mask."""
+    """The body with `masked` set on each If / While whose condition varies, each
+    While that a lane can leave by a break under a mask, and each For whose
+    counter varies (its bounds vary, or it runs under a mask: the analysis
+    makes its counter varying then)."""
     out = []
     for s in body:
         if isinstance(s, ir.If):
@@ -128,9 +130,8 @@ def mark_masks(body, varying) -> tuple:
         elif isinstance(s, ir.While):
             s = replace(s, body=mark_masks(s.body, varying),
                         masked=is_varying(s.cond, varying) or masked_break(s.body, varying))
-        elif isinstance(s, ir.For):
-            s = replace(s, body=mark_masks(s.body, varying),
-                        masked=is_varying(s.start, varying) or is_varying(s.stop, varying))
+        elif isinstance(s, ir.For):  # its counter varies: varying bounds, or under a mask
+            s = replace(s, body=mark_masks(s.body, varying), masked=s.var in varying)
         out.append(s)
     return tuple(out)
 
@@ -162,19 +163,9 @@ def gang_refusal(fn: ir.Function, loop, varying, plan: Optional[LoopPlan] = None
     if getattr(loop, "step", 1) != 1:
         return f"step {loop.step} (gangs need step 1)"
     inside = list(statements(loop.body))
-    return (_control_refusal(loop.body, varying)
-            or _statement_refusal(inside, loop)
+    return (_statement_refusal(inside, loop)
             or _outer_refusal(fn, loop, varying)
             or _access_refusal(fn, inside, loop, varying))
-
-
-def _control_refusal(stmts, varying) -> Optional[str]:
-    """An inner for with varying bounds (masks are emitted for if and while)."""
-    for s in statements(stmts):
-        if isinstance(s, ir.For) and (is_varying(s.start, varying) or is_varying(s.stop, varying)
-                                      or s.var in varying):
-            return f"the for at {s.loc} has varying bounds or runs under a mask (not rewritten yet)"
-    return None
 
 
 def _statement_refusal(inside, loop) -> Optional[str]:

@@ -227,6 +227,44 @@ end
 return {In = In, Res = Res, steps = steps}
 """
 
+# Inner fors whose counter varies: varying bounds (a break under a mask, a
+# negative step), uniform bounds under a mask, a count up to INT32_MAX.
+FOR_KERNEL = IN_RES + """
+@aot
+local function counts(exclusive out: span.WriteSpan<Res>, borrows inp: span.Span<In>, k: int32, w: number): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        local a = inp[i].a
+        local n = a % 20
+        local t: int32 = 0
+        for j = 1, n do
+            t = t + j * k
+            if t > 1000 then
+                break
+            end
+        end
+        for j = n, n - 7, -2 do
+            t = t ~ j
+        end
+        local y = inp[i].x
+        if y > w then
+            for j = 3, 1, -1 do
+                y = y * 0.5 + j
+            end
+        end
+        if a > 2147483640 then
+            for j = a, 2147483647 do
+                t = t + 1
+            end
+        end
+        out[i].p = t
+        out[i].y = y
+    end
+end
+
+return {In = In, Res = Res, counts = counts}
+"""
+
 # Reductions with exact ops: int32 wrapping add (one update under a mask),
 # bxor, binary64 min and max (NaN, -0 and +0 among the inputs), mul, sub.
 REDUCE_KERNEL = IN_RES + """
@@ -327,6 +365,9 @@ def kernels(tmp_path_factory) -> dict[str, Kernel]:
     (folder / "whiles.nupp").write_text(WHILE_KERNEL)
     found["whiles"] = Kernel(folder / "whiles.nupp", "steps", ("Res", "In"),
                              ((3, 0.5), (0, float("nan")), (-5, float("inf")), (7, -1e300), (2, 1e6)))
+    (folder / "fors.nupp").write_text(FOR_KERNEL)
+    found["fors"] = Kernel(folder / "fors.nupp", "counts", ("Res", "In"),
+                           ((3, 0.5), (0, float("nan")), (-5, float("inf")), (2147483647, -1e300)))
     (folder / "reduce.nupp").write_text(REDUCE_KERNEL)
     for name in REDUCTIONS:
         found[name] = Kernel(folder / "reduce.nupp", name, ("In",), ((3,), (-1,), (0,), (2147483647,)))
@@ -403,7 +444,7 @@ def test_a_loop_that_can_raise_stays_scalar_and_its_c_is_the_scalar_c(kernels):
     assert lane.split("*/", 1)[1] == scalar.split("*/", 1)[1]
 
 
-@pytest.mark.parametrize("name", ["lanemix", "masked", "whiles", "isum"])
+@pytest.mark.parametrize("name", ["lanemix", "masked", "whiles", "fors", "isum"])
 def test_the_lane_kernels_run_in_gangs(name, kernels):
     _, module = compiled(kernels[name].path)
     assert set(reasons(module)) == {None}
@@ -420,7 +461,9 @@ def test_a_varying_if_runs_under_masks():
     assert "switch (v_sel_2_2) {" in text  # the scalar tail keeps the C switch
 
 
-def test_a_loop_inside_a_varying_if_stays_scalar(tmp_path):
+def test_a_loop_inside_a_varying_if_runs_under_its_mask(tmp_path):
+    """A uniform-bounds for under a varying if counts per lane (its counter
+    varies), storing under the mask: rewritten, and equal to scalar C."""
     path = tmp_path / "inner.nupp"
     path.write_text(RAISING_KERNEL.replace("        out[i].v = out[i].v // d\n", (
         "        if out[i].v > d then\n"
@@ -429,8 +472,11 @@ def test_a_loop_inside_a_varying_if_stays_scalar(tmp_path):
         "            end\n"
         "        end\n")))
     _, module = compiled(path)
-    (why,) = reasons(module)
-    assert why is not None and why.startswith("the for at ") and "under a mask" in why
+    assert reasons(module) == [None]
+    kernel = Kernel(path, "divide", ("Cell",), ((3,), (-1,), (2147483647,)))
+    scalar, lane = loaded(path, "scalar"), loaded(path, "lane", gang=4)
+    for label, args in lane_cases(scalar, kernel, 4):
+        assert_same(call(scalar, "divide", args), call(lane, "divide", args), label)
 
 
 # ---- the text -------------------------------------------------------------------------------
@@ -482,7 +528,7 @@ def test_lane_c_compiles_without_warnings(cc, gang, kernels, tmp_path):
 
 @pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("gang", [*GANGS, pytest.param(16, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("name", sorted(QUALIFYING) + ["lanemix", "masked", "whiles", *REDUCTIONS, "raising"])
+@pytest.mark.parametrize("name", sorted(QUALIFYING) + ["lanemix", "masked", "whiles", "fors", *REDUCTIONS, "raising"])
 def test_lane_agrees_with_scalar_on_every_tail(name, gang, cc, kernels):
     require_tool(cc)
     kernel = kernels[name]
