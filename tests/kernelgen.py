@@ -24,7 +24,9 @@
 The statements are locals (typed or not) initialized from random expression
 trees, assignments to them, `if`/`elseif`/`else` on generated booleans, a
 `while` with a bounded counter (`local c: int32 = 0; while c < 5 and <cond>
-do ... c = c + 1 end`, now and then with a `break`), element references
+do ... c = c + 1 end`, now and then with a `break`), a numeric `for` over at
+most 8 values with generated bounds (`for j = (e & 3), (f & 7) do`, step 1,
+2 or -1, now and then a `break`), element references
 (`local e = inp[i]`, `local o = out[i]`) and stores to every field of Out.
 Expressions are typed by construction over the established widths of
 LANGUAGE.md section 2: loads, parameters, locals, the loop counter, `#s`,
@@ -451,7 +453,7 @@ class _Writer:
         if roll <= 7 and depth > 0:
             return self.if_statement(depth)
         if depth > 0:
-            return self.while_statement(depth)
+            return self.for_statement(depth) if roll == 8 else self.while_statement(depth)
         return self.local()
 
     def local(self) -> None:
@@ -499,6 +501,27 @@ class _Writer:
             self.indent += 1
             self.block(depth - 1)
             self.indent -= 1
+        self.emit("end")
+
+    def for_statement(self, depth: int) -> None:
+        """A numeric for over at most 8 values, bounds from generated int32s
+        (varying ones in a loop over spans), step 1, 2 or -1, now and then a break."""
+        counter = self.fresh("j")
+        low = f"({self.expr('i32', self.draw(st.integers(0, 2)))} & 3)"
+        high = f"({self.expr('i32', self.draw(st.integers(0, 2)))} & 7)"
+        step = self.choice(("", ", 2", ", -1"))
+        first, last = (high, low) if step == ", -1" else (low, high)
+        self.emit(f"for {counter} = {first}, {last}{step} do")
+        self.indent += 1
+        self.scopes.append({counter: "i32"})
+        self.readonly.add(counter)
+        self.block(depth - 1)
+        if self.chance(0.2):
+            self.emit(f"if {self.boolean(1)} then")
+            self.emit("    break")
+            self.emit("end")
+        self.scopes.pop()
+        self.indent -= 1
         self.emit("end")
 
     def while_statement(self, depth: int) -> None:
