@@ -223,8 +223,9 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.base = ""        # the C name of the gang's first index
         self.mask = None      # the C name of the active lanes' mask, None: all lanes
         self.masks: list[str] = []  # the masks of the blocks being emitted, outermost first
-        self.loops: list[tuple[Optional[str], int]] = []  # per enclosing loop: (its while mask
-        #                                                   or None, len(self.masks) inside it)
+        # per enclosing loop: (its mask or None, len(self.masks) inside it, for the gang
+        # loop itself the C flag its break sets, else None)
+        self.loops: list[tuple[Optional[str], int, Optional[str]]] = []
 
     # ---- the gang loop
     def stmt_Gang(self, s: ir.Gang) -> None:
@@ -241,6 +242,9 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.line(f"int64_t {counter} = {start};")
         self.scopes.append({})  # the reductions' accumulators, across the gangs
         accumulators = [self.accumulator(name, op) for name, op in s.reductions]
+        stopped = self.temp("stop") if breaks_leaving(s.body) else None
+        if stopped:  # a break leaves the loop: no later gang, no tail
+            self.line(f"int {stopped} = 0;")
         self.line(f"for (; {counter} + {g - 1} <= {stop}; {counter} += {g}) {{")
         self.depth += 1
         self.scopes.append({})
@@ -253,8 +257,11 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         for name, width in _outer_varying(s).items():  # each lane's own copy, unread after the loop
             c_name = self.bind(name)
             self.declare_line(f"{self.vec(width)} {c_name} = {{0}};", c_name)
-        for stmt in s.body:
-            self.stmt(stmt)
+        if stopped:
+            self.gang_with_breaks(s, stopped)
+        else:
+            for stmt in s.body:
+                self.stmt(stmt)
         self.varying_names = None
         self.scopes.pop()
         self.depth -= 1
@@ -262,10 +269,22 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.scopes.pop()
         for (name, op), acc in zip(s.reductions, accumulators):
             self.combine(name, op, acc)
-        self.line(f"for (; {counter} <= {stop}; ++{counter}) {{")  # the tail: n mod G iterations
+        tail = f"for (; {'!' + stopped + ' && ' if stopped else ''}{counter} <= {stop}; ++{counter}) {{"
+        self.line(tail)  # the tail: n mod G iterations
         self.counted_body(s.scalar_loop(), counter)
         self.depth -= 1
         self.line("}")
+
+    def gang_with_breaks(self, s: ir.Gang, stopped: str) -> None:
+        """A gang body a break can leave: it runs under a mask of the lanes still
+        going, which a break clears from its first breaking lane on (the scalar
+        loop would never reach the later iterations); then no later gang runs."""
+        active = self.temp("a")
+        self.loop_mask(active)
+        self.loops.append((active, len(self.masks), stopped))
+        self.under_mask(active, s.body)
+        self.loops.pop()
+        self.line(f"if ({stopped}) break;")
 
     def accumulator(self, name: str, op: str) -> str:
         """A reduction's vector of per-lane partial results, each starting at the op's identity."""
@@ -362,6 +381,8 @@ class _LaneFunctionEmitter(_FunctionEmitter):
                 self.line(f"{self.vec(Width.BOOL)} {m} = {active};")  # a break clears lanes of it
                 sides.append((body, m))
         for body, m in sides:
+            if outer is not None and any(stopped for _, _, stopped in self.loops):
+                self.line(f"{m} &= {self.read(outer)};")  # a break in `then` may have stopped later lanes
             self.line(f"if ({self.lanes(m)} != 0) {{")
             self.under_mask(m, body)
             self.line("}")
@@ -415,7 +436,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
 
     def in_loop(self, mask: Optional[str], emit) -> None:
         """Emit a loop's body knowing its loop: a masked while's mask, or None."""
-        self.loops.append((mask, len(self.masks)))
+        self.loops.append((mask, len(self.masks), None))
         emit()
         self.loops.pop()
 
@@ -460,7 +481,9 @@ class _LaneFunctionEmitter(_FunctionEmitter):
     def stmt_Break(self, s: ir.Break) -> None:
         """A break every active lane takes is C's; under a mask it takes the
         active lanes out of their while's mask and of every mask inside it."""
-        loop_mask, first = self.loops[-1] if self.loops else (None, 0)
+        loop_mask, first, stopped = self.loops[-1] if self.loops else (None, 0, None)
+        if stopped:
+            return self.gang_break(first, stopped)
         if self.varying_names is None or self.mask is None or loop_mask is None:
             return super().stmt_Break(s)
         leaving = self.temp("x")
@@ -468,6 +491,24 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.reads.add(leaving)
         for m in self.masks[first:]:  # the while's own mask first
             self.line(f"{m} &= ~{leaving};")
+
+    def gang_break(self, first: int, stopped: str) -> None:
+        """A break out of the gang loop: the lanes from the first one taking it on
+        stop (the rewrite has checked that no lane did anything observable
+        before a break in its iteration), and the loop ends after this gang."""
+        k, lowest, cut = self.temp("k"), self.temp("f"), self.temp("x")
+        mask = self.vec(Width.BOOL)
+        self.line(f"const unsigned {k} = {self.lanes(self.mask)};")
+        self.line(f"if ({k} != 0) {{")
+        self.depth += 1
+        self.line(f"const int32_t {lowest} = __builtin_ctz({k});")
+        lanes = ", ".join(str(n) for n in range(self.gang))
+        self.line(f"const {mask} {cut} = ({mask}){{{lanes}}} >= {lowest};")
+        for m in self.masks[first:]:  # the gang's own mask first
+            self.line(f"{m} &= ~{cut};")
+        self.line(f"{stopped} = 1;")
+        self.depth -= 1
+        self.line("}")
 
     def lanes(self, mask: str) -> str:
         """C for the set lanes of a mask as the bits of an unsigned (lane k, bit k)."""

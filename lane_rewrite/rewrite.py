@@ -36,8 +36,10 @@ leaves its loop lane by lane; reductions with an exact op (each lane
 accumulates, the lanes are combined after the gangs: any order gives the
 same bits for an exact op); a local declared outside the loop and given a
 varying value in it only if nothing reads it after the loop (each lane has
-its own copy).  Not yet: a break out of the span loop itself, an assert, a
-return, a call or an op that can raise in the loop.  Memory: every store,
+its own copy); a break out of the span loop itself, before anything
+observable in its iteration (the analysis checks): lanes from the first
+breaking one on stop, and no later gang or tail runs.  Not yet: an assert,
+a return, a call or an op that can raise in the loop.  Memory: every store,
 and every load of a span the loop writes, at the counter; a load at another
 index reads at a uniform local; every span the loop writes disjoint from
 every other span it touches.  The verifier checks a Gang against these
@@ -51,7 +53,7 @@ from typing import Optional
 
 from nupp.lane_rewrite.varying import LoopPlan, analyze_function, outer_read_after, reductions_of, span_loops
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.walk import breaks_leaving, own_exprs, raises, statements, subexprs
+from nupp.scalar_ir.walk import own_exprs, raises, statements, subexprs
 from nupp.verifier import check as verify
 
 GANG_SIZES = (4, 8, 16)
@@ -169,12 +171,9 @@ def gang_refusal(fn: ir.Function, loop, varying, plan: Optional[LoopPlan] = None
 
 
 def _statement_refusal(inside, loop) -> Optional[str]:
-    leaving = breaks_leaving(loop.body)
     for s in inside:
         if isinstance(s, ir.Assert):
             return f"an assert at {s.loc} in the loop"
-        if isinstance(s, ir.Break) and any(s is b for b in leaving):
-            return f"the break at {s.loc} leaves the loop over spans (not rewritten yet)"
         if isinstance(s, ir.Store) and s.index != loop.var:
             return f"a store at %{s.index}, not the counter, at {s.loc}"
         if any(raises(e) for e in own_exprs(s)):

@@ -265,6 +265,33 @@ end
 return {In = In, Res = Res, counts = counts}
 """
 
+# Breaks out of the span loop before anything observable in their iteration:
+# lanes from the first breaking one on stop, later gangs and the tail never
+# run; a reduction and stores after the break count only the earlier lanes.
+BREAK_KERNEL = IN_RES + """
+@aot
+local function upto(exclusive out: span.WriteSpan<Res>, borrows inp: span.Span<In>, k: int32): int32
+    assert(#out == #inp, "length mismatch")
+    local total: int32 = 0
+    for i = 1, #out do
+        if k == 77 then
+            break
+        end
+        local a = inp[i].a
+        if a > k then
+            break
+        else
+            out[i].q = inp[i].b
+        end
+        total = total + a
+        out[i].p = a * 2
+    end
+    return total
+end
+
+return {In = In, Res = Res, upto = upto}
+"""
+
 # Reductions with exact ops: int32 wrapping add (one update under a mask),
 # bxor, binary64 min and max (NaN, -0 and +0 among the inputs), mul, sub.
 REDUCE_KERNEL = IN_RES + """
@@ -368,6 +395,9 @@ def kernels(tmp_path_factory) -> dict[str, Kernel]:
     (folder / "fors.nupp").write_text(FOR_KERNEL)
     found["fors"] = Kernel(folder / "fors.nupp", "counts", ("Res", "In"),
                            ((3, 0.5), (0, float("nan")), (-5, float("inf")), (2147483647, -1e300)))
+    (folder / "breaks.nupp").write_text(BREAK_KERNEL)
+    found["breaks"] = Kernel(folder / "breaks.nupp", "upto", ("Res", "In"),
+                             ((3,), (-1,), (77,), (1000000,), (2147483647,)))
     (folder / "reduce.nupp").write_text(REDUCE_KERNEL)
     for name in REDUCTIONS:
         found[name] = Kernel(folder / "reduce.nupp", name, ("In",), ((3,), (-1,), (0,), (2147483647,)))
@@ -444,7 +474,7 @@ def test_a_loop_that_can_raise_stays_scalar_and_its_c_is_the_scalar_c(kernels):
     assert lane.split("*/", 1)[1] == scalar.split("*/", 1)[1]
 
 
-@pytest.mark.parametrize("name", ["lanemix", "masked", "whiles", "fors", "isum"])
+@pytest.mark.parametrize("name", ["lanemix", "masked", "whiles", "fors", "breaks", "isum"])
 def test_the_lane_kernels_run_in_gangs(name, kernels):
     _, module = compiled(kernels[name].path)
     assert set(reasons(module)) == {None}
@@ -528,7 +558,7 @@ def test_lane_c_compiles_without_warnings(cc, gang, kernels, tmp_path):
 
 @pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("gang", [*GANGS, pytest.param(16, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("name", sorted(QUALIFYING) + ["lanemix", "masked", "whiles", "fors", *REDUCTIONS, "raising"])
+@pytest.mark.parametrize("name", sorted(QUALIFYING) + ["lanemix", "masked", "whiles", "fors", "breaks", *REDUCTIONS, "raising"])
 def test_lane_agrees_with_scalar_on_every_tail(name, gang, cc, kernels):
     require_tool(cc)
     kernel = kernels[name]
