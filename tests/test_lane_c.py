@@ -532,6 +532,21 @@ def test_mix_lane_c_has_vector_types_a_gang_loop_and_a_scalar_tail():
     assert "for (; c1 + 3 <= n_outputs; c1 += 4) {" in four
 
 
+def test_structs_of_same_size_fields_move_as_blocks_and_shuffles():
+    """tecsbits: Entity {int32, int32, uint32} is read as 3 vectors of the gang's
+    12 words and shuffled into fields; Verdict {int32, uint32}, written whole,
+    is interleaved and written as 2 vectors; a GCC before 12 reads lane by lane."""
+    source, module = compiled(KERNELS["tecsbits"].path)
+    text = emit_lane_module(module, source.path, "nupp_", 4).source
+    body = text.split("c1 += 4) {", 1)[1].split("for (; c1 <= n_out; ++c1)", 1)[0]
+    assert "memcpy(&v3, (const char *)&p_ents[b2 - 1] + 0 * sizeof v3, sizeof v3);" in body
+    assert "__builtin_shufflevector(v3, v4, 0, 3, 6, 0)" in body  # mask: elements 0, 1, 2 ...
+    assert ", v5, 0, 1, 2, 5)" in body                              # ... and 3 from the third vector
+    assert "#if defined(__clang__) || __GNUC__ >= 12" in body and "#else" in body
+    assert body.count("memcpy((char *)&p_out[b2 - 1] + ") == 2    # Verdict: two whole vectors
+    assert ", 0, 4, 1, 5)" in body and ", 2, 6, 3, 7)" in body  # selected/hash interleaved
+
+
 def test_gang_must_be_4_8_or_16():
     source, module = compiled(KERNELS["mixedwidth"].path)
     with pytest.raises(ValueError):
