@@ -87,10 +87,27 @@ class NuppModule:
         signature = self._signatures[fn] if fn is not None else None
         if signature is None:
             raise AttributeError(f"the module exports no @aot function '{name}'")
-        return lambda *args: self._invoke(fn, signature, args)
+        spans = self._span_params(signature)
+        call = lambda *args: self._invoke(fn, signature, spans, args)  # noqa: E731
+        self.__dict__[name] = call  # looked up once: later calls skip __getattr__
+        return call
 
-    def _invoke(self, fn, signature, args):
-        lua_args = [self._argument(signature, i, a) for i, a in enumerate(args)]
+    def _span_params(self, signature) -> list:
+        """Per parameter: (struct, its dtype) for a span, else None; worked out
+        once per function, so a call only compares dtypes."""
+        params = signature["params"]
+        out = []
+        for index in range(len(params)):
+            span_type = params[index + 1]["type"]
+            if span_type is None or isinstance(span_type, str):
+                out.append(None)
+            else:
+                struct = span_type["span"]
+                out.append((struct, struct_dtype(self._struct_info(struct))))
+        return out
+
+    def _invoke(self, fn, signature, spans, args):
+        lua_args = [self._argument(signature, spans, i, a) for i, a in enumerate(args)]
         ok, kind, value = (tuple(self._call(fn, *lua_args)) + (None, None))[:3]
         if not ok:
             raise NuppRuntimeError(kind)
@@ -98,16 +115,13 @@ class NuppModule:
             return int(value)
         return value
 
-    def _argument(self, signature, index: int, value):
-        params = signature["params"]
-        param = params[index + 1] if index + 1 <= len(params) else None
+    def _argument(self, signature, spans, index: int, value):
         if not isinstance(value, np.ndarray):
             return value
-        span_type = param["type"] if param is not None else None
-        if span_type is None or isinstance(span_type, str):
+        span = spans[index] if index < len(spans) else None
+        if span is None:
             return value  # the boundary refuses it with its own words
-        struct = span_type["span"]
-        want = struct_dtype(self._struct_info(struct))
+        struct, want = span
         if value.dtype != want or value.ndim != 1 or not value.flags.c_contiguous:
             name = self._struct_info(struct)["name"]
             raise NuppRuntimeError(

@@ -25,6 +25,7 @@ raises `NuppRuntimeError` with the same text in both modes.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -307,3 +308,17 @@ def test_python_api_division_by_zero_keeps_earlier_stores(modules):
         assert text.endswith(f":{line_of('q // (d - i)')}: integer division by zero")
         outs[mode] = list(out["v"])
     assert outs["interp"] == outs["scalar"] == [3, 10, 30, 40, 50, 60]
+
+
+def test_python_api_refuses_an_array_of_the_wrong_dtype_on_every_call(tmp_path, monkeypatch):
+    """The span checks are worked out once per function; every call still checks."""
+    monkeypatch.setenv("NUPP_CACHE_DIR", str(tmp_path))
+    kernels = load(str(Path(__file__).resolve().parents[1] / "bench" / "kernel-subset-spike" / "mixedwidth.nupp"))
+    good = np.zeros(4, dtype=kernels.dtype("Sample"))
+    for _ in range(2):
+        with pytest.raises(NuppRuntimeError, match=r"bad argument #2 to 'mix' \(a contiguous 1-d array of the "
+                                                   r"dtype of Sample expected, got 1-d array of dtype float64\)"):
+            kernels.mix(good, np.zeros(4))
+        with pytest.raises(NuppRuntimeError, match="contiguous 1-d array"):
+            kernels.mix(good, good.copy()[::2])
+        assert kernels.mix(good, good.copy()) is None
