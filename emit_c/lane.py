@@ -235,6 +235,11 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         # ids of the gang body's stores written as whole elements, and the
         # field vectors of each span waiting for the rest (whole_element_stores)
         self.block_stores: dict[int, str] = {}
+        # binary64 vectors (C names) that are a binary32 vector promoted, and the
+        # gang body's assigned locals (a Let of one of those keeps the fact
+        # only if the local is never assigned)
+        self.promoted: dict[str, str] = {}
+        self.reassigned: set[str] = set()
         self.pending: dict[str, dict[str, str]] = {}
         # per enclosing loop: (its mask or None, len(self.masks) inside it, for the gang
         # loop itself the C flag its break sets, else None)
@@ -262,6 +267,8 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.depth += 1
         self.scopes.append({})
         self.varying_names, self.counter, self.mask = frozenset(s.varying), s.var, None
+        self.promoted = {}
+        self.reassigned = {st.name for st in statements(s.body) if isinstance(st, ir.Assign)}
         self.base = self.temp("b")
         self.declare_line(f"const int32_t {self.base} = (int32_t){counter};", self.base, drop=True)
         var = self.bind(s.var)
@@ -340,6 +347,8 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         value = self.vector_expr(s.value) if s.value is not None else "{0}"
         c_name = self.bind(s.name)
         self.declare_line(f"{self.vec(s.width)} {c_name} = {value};", c_name)
+        if value in self.promoted and s.name not in self.reassigned:
+            self.promoted[c_name] = self.promoted[value]
 
     def stmt_Assign(self, s: ir.Assign) -> None:
         if not self.varying_local(s.name):
@@ -726,31 +735,39 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         return t
 
     def gather(self, e: ir.Load) -> str:
-        """A field of the gang's G elements: one contiguous vector load when the
-        struct is that field alone, else element by element."""
+        """A field of the gang's G elements at its load width (a float field
+        widens to binary64 exactly)."""
+        if e.index != self.counter:  # a uniform index: every lane reads the same element
+            return self.broadcast(self.expr(e), e.width)
+        t, stored = self.gather_stored(e)
+        if stored == c_type(e.width):
+            return t
+        widened = self.named(e.width, f"__builtin_convertvector({t}, {self.vec(e.width)})")
+        if stored == "float":
+            self.promoted[widened] = t
+        return widened
+
+    def gather_stored(self, e: ir.Load) -> tuple[str, str]:
+        """(the vector of a field of the gang's G elements as stored, its element
+        C type): one contiguous vector load when the struct is that field alone,
+        block loads and shuffles when its fields have one size, else element by
+        element."""
         pointer = self.spans[e.span][0]
         self.reads.add(pointer)
         field, storage, whole = self.field_of(e.span, e.field)
         stored = FIELD_C_TYPES[storage.name]
-        if e.index != self.counter:  # a uniform index: every lane reads the same element
-            return self.broadcast(self.expr(e), e.width)
         if whole:
             t = self.temp()
             self.line(f"{self.mod.vector(stored)} {t};")
             self.line(f"memcpy(&{t}, &{pointer}[{self.read(self.base)} - 1].{field}, sizeof {t});")
             self.reads.add(t)
-            if stored == c_type(e.width):
-                return t
-            return self.named(e.width, f"__builtin_convertvector({t}, {self.vec(e.width)})")
+            return t, stored
         access = f"{pointer}[{self.read(self.base)} + {LANE} - 1].{field}"
         if self.block_of(e.span, e.field) is not None:
-            t = self.block_load(e.span, e.field, stored, access)
-            if stored == c_type(e.width):
-                return t
-            return self.named(e.width, f"__builtin_convertvector({t}, {self.vec(e.width)})")
-        if stored != c_type(e.width):
-            access = f"(({c_type(e.width)}){access})"
-        return self.per_lane(e.width, access)
+            return self.block_load(e.span, e.field, stored, access), stored
+        if stored in _SIZES:
+            return self.per_lane_typed(stored, access), stored
+        return self.per_lane(e.width, f"(({c_type(e.width)}){access})"), c_type(e.width)
 
     def per_lane(self, width: Width, lane_c: str) -> str:
         """A vector built from the scalar C of each lane (LANE replaced by its index)."""
@@ -813,7 +830,22 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         return self.named(Width.BOOL, text)
 
     def convert(self, e: ir.Op) -> str:
-        return self.named(e.width, f"__builtin_convertvector({self.vector_expr(e.args[0])}, {self.vec(e.width)})")
+        """A C conversion per lane.  Narrowing a binary64 vector that is a
+        binary32 vector promoted gives that vector back: exact but for a NaN's
+        quiet bit, which no program observes (NaNs are made canonical where
+        they become visible).  Floats load as binary64, so `f32.narrow` of a
+        float field is common; the pair would cost two conversions."""
+        source = e.args[0]
+        if (e.op == "narrow.f64.f32" and isinstance(source, ir.Load) and source.index == self.counter
+                and self.field_of(source.span, source.field)[1].name == "float"):
+            return self.gather_stored(source)[0]  # the float field's binary32, never widened
+        arg = self.vector_expr(source)
+        if e.op == "narrow.f64.f32" and arg in self.promoted:
+            return self.promoted[arg]
+        t = self.named(e.width, f"__builtin_convertvector({arg}, {self.vec(e.width)})")
+        if e.op == "promote.f32.f64":
+            self.promoted[t] = arg
+        return t
 
     def named(self, width: Width, text: str) -> str:
         return self.named_typed(_ELEMENTS[width], text)
