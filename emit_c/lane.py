@@ -72,7 +72,7 @@ from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _Mod
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
-from nupp.scalar_ir.walk import breaks_leaving, own_exprs, statements, subexprs
+from nupp.scalar_ir.walk import breaks_leaving, own_exprs, provably_nonzero, statements, subexprs
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width, holds_in_binary32
 
 GANGS = GANG_SIZES
@@ -794,7 +794,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
                 any(_constant(a) for a in e.args) or e.args[0] == e.args[1]):
             rendering = rendering.literal_safe
         self.mod.use(rendering)
-        assert not OPS[e.op].raises or isinstance(e.args[1], ir.Const)
+        assert not OPS[e.op].raises or provably_nonzero(e.args[1])  # a gang has no op that can raise
         return self.per_lane(e.width, rendering.scalar.format(*args))
 
     def lane_call(self, e: ir.Op, form) -> str:

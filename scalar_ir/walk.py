@@ -52,18 +52,27 @@ def var_names(e) -> list[str]:
 
 def raises(e) -> bool:
     """Whether evaluating e can fail: a call, or an integer // or % whose divisor
-    is not a non-zero literal."""
+    may be zero (provably_nonzero)."""
     if isinstance(e, ir.Call):
         return True
     if isinstance(e, ir.Op):
-        if OPS[e.op].raises and not nonzero_const(e.args[1]):
+        if OPS[e.op].raises and not provably_nonzero(e.args[1]):
             return True
         return any(raises(a) for a in e.args)
     return False
 
 
-def nonzero_const(e) -> bool:
-    return isinstance(e, ir.Const) and e.value != 0
+def provably_nonzero(e) -> bool:
+    """Whether an integer expression is non-zero for every input: a non-zero
+    literal, an `|` with one (`x | 1`), or a reinterpretation or widening of one."""
+    if isinstance(e, ir.Const):
+        return e.value != 0
+    if isinstance(e, ir.Op):
+        if OPS[e.op].base == "bor":
+            return any(provably_nonzero(a) for a in e.args)
+        if OPS[e.op].base in ("reinterpret", "widen"):
+            return provably_nonzero(e.args[0])
+    return False
 
 
 def breaks_leaving(stmts) -> list:

@@ -280,7 +280,7 @@ class _Writer:
     def divisor(self, width: str, depth: int) -> str:
         """An integer divisor: a non-zero literal, a `| 1`-made non-zero value, or (sometimes) raw."""
         roll = self.draw(st.integers(0, 9))
-        if roll < 2 or self.lane_friendly:  # a variable divisor can raise: lanes need a literal
+        if roll < 2:
             return {"i32": self.choice(("3", "(-1)", "7", "(-2147483648)")),
                     "u32": self.choice(("3", "4294967295")),
                     "i64": self.choice(("3LL", "(-1LL)")), "u64": self.choice(("3ULL", "18446744073709551615ULL"))}[width]
@@ -617,7 +617,7 @@ class _Writer:
 def kernels(max_depth: int = 3, max_statements: int = 4, zero_divisors: bool = True,
             lane_friendly: bool = False) -> st.SearchStrategy:
     """Whole generated modules (GeneratedKernel), well-typed by construction.
-    `lane_friendly`: no calls or variable divisors in the loop, so the
+    `lane_friendly`: no calls or divisors that may be zero in the loop, so the
     lane rewrite takes it (ifs and whiles with varying conditions stay)."""
 
     @st.composite

@@ -111,3 +111,30 @@ def test_vectorize_false_stays_scalar():
     module = replace(module, functions=tuple(replace(f, vectorize=False) for f in module.functions))
     assert rewrite_lanes(module, 8) == module
     assert {d.reason for d in lane_decisions(module)} == {"marked @aot(vectorize = false)"}
+
+
+DIVIDE = """\
+local span = nupp.mem.span
+local struct Cell
+    v: int32
+end
+@aot
+local function divide(exclusive out: span.WriteSpan<Cell>, d: int32): nil
+    for i = 1, #out do
+        out[i].v = out[i].v // DIVISOR
+    end
+end
+return {Cell = Cell, divide = divide}
+"""
+
+
+@pytest.mark.parametrize("divisor, rewritten", [("d", False), ("(d | 1)", True), ("3", True),
+                                                 ("(d | 0)", False), ("(2 | d)", True)])
+def test_a_division_runs_in_gangs_when_its_divisor_is_provably_nonzero(divisor, rewritten):
+    module = compile_module(Source("divide.nupp", DIVIDE.replace("DIVISOR", divisor)))
+    (decision,) = lane_decisions(module)
+    assert decision.rewritten == rewritten, decision.reason
+    if not rewritten:
+        assert decision.reason.startswith("an op that can raise at ")
+    scalar_c = emit_module(module, "divide.nupp").source
+    assert ("integer division by zero" in scalar_c) != rewritten  # the zero check exists only where needed
