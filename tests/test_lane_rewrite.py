@@ -25,6 +25,7 @@ from nupp.scalar_ir.text import parse_module, print_module
 from nupp.scalar_ir.walk import statements
 from nupp.verifier import verify_module
 
+from .test_lane_c import RAISING_KERNEL
 from .test_native_differential import KERNELS
 
 
@@ -113,25 +114,10 @@ def test_vectorize_false_stays_scalar():
     assert {d.reason for d in lane_decisions(module)} == {"marked @aot(vectorize = false)"}
 
 
-DIVIDE = """\
-local span = nupp.mem.span
-local struct Cell
-    v: int32
-end
-@aot
-local function divide(exclusive out: span.WriteSpan<Cell>, d: int32): nil
-    for i = 1, #out do
-        out[i].v = out[i].v // DIVISOR
-    end
-end
-return {Cell = Cell, divide = divide}
-"""
-
-
 @pytest.mark.parametrize("divisor, rewritten", [("d", False), ("(d | 1)", True), ("3", True),
                                                  ("(d | 0)", False), ("(2 | d)", True)])
 def test_a_division_runs_in_gangs_when_its_divisor_is_provably_nonzero(divisor, rewritten):
-    module = compile_module(Source("divide.nupp", DIVIDE.replace("DIVISOR", divisor)))
+    module = compile_module(Source("divide.nupp", RAISING_KERNEL.replace("// d\n", f"// {divisor}\n")))
     (decision,) = lane_decisions(module)
     assert decision.rewritten == rewritten, decision.reason
     if not rewritten:
