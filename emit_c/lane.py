@@ -72,7 +72,7 @@ from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _Mod
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
-from nupp.scalar_ir.walk import breaks_leaving, own_exprs, provably_nonzero, statements, subexprs
+from nupp.scalar_ir.walk import breaks_leaving, own_exprs, provably_nonzero, raises, statements, subexprs
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width, holds_in_binary32
 
 GANGS = GANG_SIZES
@@ -240,6 +240,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         # only if the local is never assigned)
         self.promoted: dict[str, str] = {}
         self.reassigned: set[str] = set()
+        self.status: Optional[str] = None  # in a gang with ops that can raise: its C status
         self.pending: dict[str, dict[str, str]] = {}
         # per enclosing loop: (its mask or None, len(self.masks) inside it, for the gang
         # loop itself the C flag its break sets, else None)
@@ -260,9 +261,13 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.line(f"int64_t {counter} = {start};")
         self.scopes.append({})  # the reductions' accumulators, across the gangs
         accumulators = [self.accumulator(name, op) for name, op in s.reductions]
-        stopped = self.temp("stop") if breaks_leaving(s.body) else None
-        if stopped:  # a break leaves the loop: no later gang, no tail
+        can_raise = any(raises(e) for st in statements(s.body) for e in own_exprs(st))
+        stopped = self.temp("stop") if breaks_leaving(s.body) or can_raise else None
+        if stopped:  # a break leaves the loop, or an op raised: no later gang, no tail
             self.line(f"int {stopped} = 0;")
+        self.status = self.temp("st") if can_raise else None
+        if self.status:
+            self.line(f"int32_t {self.status} = 0;")
         self.line(f"for (; {counter} + {g - 1} <= {stop}; {counter} += {g}) {{")
         self.depth += 1
         self.scopes.append({})
@@ -289,6 +294,9 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.depth -= 1
         self.line("}")
         self.scopes.pop()
+        if self.status:  # the first raising lane's error, once the lanes before it are done
+            self.line(f"if ({self.status} != 0) return {self.status};")
+            self.status = None
         for (name, op), acc in zip(s.reductions, accumulators):
             self.combine(name, op, acc)
         tail = f"for (; {'!' + stopped + ' && ' if stopped else ''}{counter} <= {stop}; ++{counter}) {{"
@@ -516,13 +524,15 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         for m in self.masks[first:]:  # the while's own mask first
             self.line(f"{m} &= ~{leaving};")
 
-    def gang_break(self, first: int, stopped: str) -> None:
-        """A break out of the gang loop: the lanes from the first one taking it on
-        stop (the rewrite has checked that no lane did anything observable
-        before a break in its iteration), and the loop ends after this gang."""
+    def gang_break(self, first: int, stopped: str, leaving: Optional[str] = None,
+                   status: Optional[int] = None) -> None:
+        """The lanes `leaving` (default: the active ones) leave the gang loop, by a
+        break or an error (`status`): every lane from the lowest of them on stops
+        (the rewrite has checked that no lane did anything observable before
+        this point of its iteration), and the loop ends after this gang."""
         k, lowest, cut = self.temp("k"), self.temp("f"), self.temp("x")
         mask = self.vec(Width.BOOL)
-        self.line(f"const unsigned {k} = {self.lanes(self.mask)};")
+        self.line(f"const unsigned {k} = {self.lanes(leaving or self.mask)};")
         self.line(f"if ({k} != 0) {{")
         self.depth += 1
         self.line(f"const int32_t {lowest} = __builtin_ctz({k});")
@@ -531,8 +541,27 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         for m in self.masks[first:]:  # the gang's own mask first
             self.line(f"{m} &= ~{cut};")
         self.line(f"{stopped} = 1;")
+        if status is not None:  # a later raise is always at a lower lane: it overrides
+            self.line(f"{self.status} = {status};")
         self.depth -= 1
         self.line("}")
+
+    def safe_divisor(self, e: ir.Op) -> str:
+        """The divisor of an integer // or % that may be zero, lane LANE: the
+        active lanes dividing by zero raise (gang_break with the op's error);
+        every lane then divides by its divisor or, where that is zero, by 1, a
+        value no one reads."""
+        info = OPS[e.op]
+        divisor = self.vector_expr(e.args[1])
+        width = e.args[1].width
+        zero = self.named(Width.BOOL, self.compare_text(divisor, "==", self.broadcast("0", width), width))
+        failing = self.named(Width.BOOL, f"{zero} & {self.read(self.mask)}")
+        _, first, stopped = self.loops[-1]
+        status = self.mod.error(f"{self.mod.path}:{e.loc.line}: {info.raises}")
+        self.gang_break(first, stopped, failing, status)
+        one = self.broadcast("1", width)
+        safe = self.named(width, self.select(zero, one, divisor, width))
+        return f"{safe}[{LANE}]"
 
     def lanes(self, mask: str) -> str:
         """C for the set lanes of a mask as the bits of an unsigned (lane k, bit k)."""
@@ -788,13 +817,15 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         form = lane_form(e.op, self.gang)
         if form is not None:
             return self.lane_call(e, form)
-        args = [self.lane(a) for a in e.args]
+        if OPS[e.op].raises and not provably_nonzero(e.args[1]):
+            args = [self.lane(e.args[0]), self.safe_divisor(e)]
+        else:
+            args = [self.lane(a) for a in e.args]
         rendering = C_OPS[e.op]
         if rendering.literal_safe is not None and (
                 any(_constant(a) for a in e.args) or e.args[0] == e.args[1]):
             rendering = rendering.literal_safe
         self.mod.use(rendering)
-        assert not OPS[e.op].raises or provably_nonzero(e.args[1])  # a gang has no op that can raise
         return self.per_lane(e.width, rendering.scalar.format(*args))
 
     def lane_call(self, e: ir.Op, form) -> str:
@@ -817,6 +848,13 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         if unsigned is not None:
             text = f"({self.vec(e.width)}){text}"
         return self.named(e.width, text)
+
+    def compare_text(self, a: str, sym: str, b: str, width: Width) -> str:
+        """A vector comparison as a mask (0 / -1 int32 lanes)."""
+        text = f"({a} {sym} {b})"
+        if _SIZES[_ELEMENTS[width]] != 4:  # 64-bit lanes: narrow the 0 / -1 lanes
+            text = f"__builtin_convertvector({text}, {self.vec(Width.BOOL)})"
+        return text
 
     def compare(self, e: ir.Op) -> str:
         narrowed = _binary32_operands(e)

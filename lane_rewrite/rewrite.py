@@ -38,8 +38,11 @@ same bits for an exact op); a local declared outside the loop and given a
 varying value in it only if nothing reads it after the loop (each lane has
 its own copy); a break out of the span loop itself, before anything
 observable in its iteration (the analysis checks): lanes from the first
-breaking one on stop, and no later gang or tail runs.  Not yet: an assert,
-a return, a call or an op that can raise in the loop.  Memory: every store,
+breaking one on stop, and no later gang or tail runs; an op that can raise
+(an integer // or % by a divisor that may be zero), before anything
+observable in its iteration and outside inner loops: the lanes from the
+first raising one on stop, the others finish, and the first lane's error
+is raised.  Not yet: a call or a return in the loop.  Memory: every store,
 and every load of a span the loop writes, at the counter; a load at another
 index reads at a uniform local; every span the loop writes disjoint from
 every other span it touches.  The verifier checks a Gang against these
@@ -51,9 +54,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from nupp.lane_rewrite.varying import LoopPlan, analyze_function, outer_read_after, reductions_of, span_loops
+from nupp.lane_rewrite.varying import (LoopPlan, analyze_function, outer_assigned, outer_read_after,
+                                       reductions_of, span_loops)
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.walk import own_exprs, raises, statements, subexprs
+from nupp.scalar_ir.walk import blocks, own_exprs, raises, statements, subexprs
 from nupp.verifier import check as verify
 
 GANG_SIZES = (4, 8, 16)
@@ -176,9 +180,36 @@ def _statement_refusal(inside, loop) -> Optional[str]:
             return f"an assert at {s.loc} in the loop"
         if isinstance(s, ir.Store) and s.index != loop.var:
             return f"a store at %{s.index}, not the counter, at {s.loc}"
-        if any(raises(e) for e in own_exprs(s)):
-            return f"an op that can raise at {s.loc}"
-    return None
+    return _raise_refusal(loop)
+
+
+def _raise_refusal(loop) -> Optional[str]:
+    """An op that can raise runs in a gang only before anything observable in
+    its iteration (a store, an assignment to an outside local), so that when
+    lane j raises, the lanes after it have done nothing the scalar loop would
+    not have done: they stop, the lanes before it finish their iteration,
+    and the error is the first lane's.  Not inside an inner loop (yet)."""
+    outer = outer_assigned(loop)
+    effect: list = []
+
+    def visit(stmts, in_loop: bool) -> Optional[str]:
+        for s in stmts:
+            looping = in_loop or isinstance(s, ir.While)
+            if any(raises(e) for e in own_exprs(s)):
+                if looping:
+                    return f"an op that can raise at {s.loc} inside an inner loop (not rewritten yet)"
+                if effect:
+                    return (f"an op that can raise at {s.loc} after {effect[0]} in the same iteration: "
+                            "the later lanes of a gang would already have done it")
+            if not effect and (isinstance(s, ir.Store) or (isinstance(s, ir.Assign) and s.name in outer)):
+                effect.append(f"{'a store' if isinstance(s, ir.Store) else 'an assignment to %' + s.name} at {s.loc}")
+            for block in blocks(s):
+                problem = visit(block, looping or isinstance(s, ir.For))
+                if problem:
+                    return problem
+        return None
+
+    return visit(loop.body, False)
 
 
 def _outer_refusal(fn: ir.Function, loop, varying) -> Optional[str]:

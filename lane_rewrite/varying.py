@@ -129,7 +129,7 @@ def span_loops(fn: ir.Function) -> list[ir.For]:
 def infer(loop) -> frozenset[str]:
     """The varying locals of a loop over spans (a For, or a Gang of lane IR): the
     fixed point of the rule above, the counter included."""
-    inference = _Inference(loop, set(_carried(loop.body, _outer_assigned(loop))))
+    inference = _Inference(loop, set(_carried(loop.body, outer_assigned(loop))))
     inference.run()
     return frozenset(inference.varying)
 
@@ -137,21 +137,21 @@ def infer(loop) -> frozenset[str]:
 def outer_read_after(fn: ir.Function, loop) -> set[str]:
     """Locals declared outside `loop` (a For or Gang of fn) that it assigns and
     that are read after it (or in a loop around it)."""
-    return _outer_assigned(loop) & set(_reads_after(loop, list(_preorder(fn.body, ()))))
+    return outer_assigned(loop) & set(_reads_after(loop, list(_preorder(fn.body, ()))))
 
 
 def reductions_of(loop) -> dict[str, str]:
     """The admissible reductions of a loop (For or Gang): outside local -> its exact op."""
     inside = [s for s, _ in _preorder(loop.body, ())]
     found = {}
-    for name, first_read in sorted(_carried(loop.body, _outer_assigned(loop)).items()):
+    for name, first_read in sorted(_carried(loop.body, outer_assigned(loop)).items()):
         op, problem = _classify_carried(name, first_read, inside)
         if problem is None:
             found[name] = op
     return found
 
 
-def _outer_assigned(loop) -> set[str]:
+def outer_assigned(loop) -> set[str]:
     """Locals declared outside the loop that it assigns."""
     inside = [s for s, _ in _preorder(loop.body, ())]
     declared = {s.name for s in inside if isinstance(s, ir.Let)}
@@ -161,7 +161,7 @@ def _outer_assigned(loop) -> set[str]:
 
 def _analyze_loop(fn: ir.Function, loop: ir.For, order) -> LoopPlan:
     inside = [s for s, _ in _preorder(loop.body, ())]
-    outer = _outer_assigned(loop)
+    outer = outer_assigned(loop)
     carried = _carried(loop.body, outer)
 
     reductions: dict[str, str] = {}
