@@ -64,7 +64,7 @@ lane computes a result nobody reads.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_const, c_type
 from nupp.emit_c.lane_helpers import lane_form, lanes_helper
@@ -525,7 +525,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             self.line(f"{m} &= ~{leaving};")
 
     def gang_break(self, first: int, stopped: str, leaving: Optional[str] = None,
-                   status: Optional[int] = None) -> None:
+                   status: Optional[Callable[[str], str]] = None) -> None:
         """The lanes `leaving` (default: the active ones) leave the gang loop, by a
         break or an error (`status`): every lane from the lowest of them on stops
         (the rewrite has checked that no lane did anything observable before
@@ -542,7 +542,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             self.line(f"{m} &= ~{cut};")
         self.line(f"{stopped} = 1;")
         if status is not None:  # a later raise is always at a lower lane: it overrides
-            self.line(f"{self.status} = {status};")
+            self.line(f"{self.status} = {status(lowest)};")
         self.depth -= 1
         self.line("}")
 
@@ -558,7 +558,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         failing = self.named(Width.BOOL, f"{zero} & {self.read(self.mask)}")
         _, first, stopped = self.loops[-1]
         status = self.mod.error(f"{self.mod.path}:{e.loc.line}: {info.raises}")
-        self.gang_break(first, stopped, failing, status)
+        self.gang_break(first, stopped, failing, lambda _: str(status))
         one = self.broadcast("1", width)
         safe = self.named(width, self.select(zero, one, divisor, width))
         return f"{safe}[{LANE}]"
@@ -752,8 +752,46 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             return self.read(self.lookup(e.name))
         if isinstance(e, ir.Load):
             return self.gather(e)
-        assert isinstance(e, ir.Op), e  # calls keep a loop scalar
+        if isinstance(e, ir.Call):
+            return self.call_per_lane(e)
         return self.op(e)
+
+    def stmt_Eval(self, s: ir.Eval) -> None:
+        if self.varying(s.expr):
+            self.call_per_lane(s.expr)
+        else:
+            super().stmt_Eval(s)
+
+    def call_per_lane(self, e: ir.Call) -> Optional[str]:
+        """A call with varying arguments: the callee's C once per active lane; the
+        lanes whose call fails raise as an op does (gang_break), the error the
+        lowest failing lane's status."""
+        args = [self.lane(a).replace(LANE, "l") for a in e.args]
+        result = None
+        statuses = self.temp("sts")
+        self.line(f"{self.vec(Width.I32)} {statuses} = {{0}};")
+        if e.width is not None:
+            result = self.temp()
+            self.line(f"{self.vec(e.width)} {result} = {{0}};")
+            self.reads.add(result)
+        self.line(f"for (int l = 0; l < {self.gang}; l++) {{")
+        self.depth += 1
+        if self.mask is not None:
+            self.line(f"if (!{self.read(self.mask)}[l]) continue;")
+        if e.width is not None:
+            value = self.temp()
+            self.line(f"{c_type(e.width)} {value} = 0;")
+            args.append(f"&{value}")
+            lane_value = f"-(int32_t){value}" if e.width is Width.BOOL else value
+        self.line(f"{statuses}[l] = {self.mod.impls[e.func]}({', '.join(_bare(a) for a in args)});")
+        if e.width is not None:
+            self.line(f"{result}[l] = {lane_value};")
+        self.depth -= 1
+        self.line("}")
+        failing = self.named(Width.BOOL, f"({statuses} != 0)")
+        _, first, stopped = self.loops[-1]
+        self.gang_break(first, stopped, failing, lambda lowest: f"{statuses}[{lowest}]")
+        return result
 
     def broadcast(self, scalar: str, width: Width) -> str:
         t = self.temp()

@@ -39,10 +39,12 @@ varying value in it only if nothing reads it after the loop (each lane has
 its own copy); a break out of the span loop itself, before anything
 observable in its iteration (the analysis checks): lanes from the first
 breaking one on stop, and no later gang or tail runs; an op that can raise
-(an integer // or % by a divisor that may be zero), before anything
-observable in its iteration and outside inner loops: the lanes from the
-first raising one on stop, the others finish, and the first lane's error
-is raised.  Not yet: a call or a return in the loop.  Memory: every store,
+(an integer // or % by a divisor that may be zero) or a call (once per
+active lane), with a varying operand, before anything observable in its
+iteration and outside inner loops: the lanes from the first failing one on
+stop, the others finish, and the first lane's error is raised.  Not yet: a
+return in the loop; a uniform op that can raise or call; one inside an
+inner loop or after a store.  Memory: every store,
 and every load of a span the loop writes, at the counter; a load at another
 index reads at a uniform local; every span the loop writes disjoint from
 every other span it touches.  The verifier checks a Gang against these
@@ -57,7 +59,8 @@ from typing import Optional
 from nupp.lane_rewrite.varying import (LoopPlan, analyze_function, outer_assigned, outer_read_after,
                                        reductions_of, span_loops)
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.walk import blocks, own_exprs, raises, statements, subexprs
+from nupp.scalar_ir.ops import OPS
+from nupp.scalar_ir.walk import blocks, own_exprs, provably_nonzero, raises, statements, subexprs
 from nupp.verifier import check as verify
 
 GANG_SIZES = (4, 8, 16)
@@ -169,27 +172,33 @@ def gang_refusal(fn: ir.Function, loop, varying, plan: Optional[LoopPlan] = None
     if getattr(loop, "step", 1) != 1:
         return f"step {loop.step} (gangs need step 1)"
     inside = list(statements(loop.body))
-    return (_statement_refusal(inside, loop)
+    return (_statement_refusal(inside, loop, varying)
             or _outer_refusal(fn, loop, varying)
             or _access_refusal(fn, inside, loop, varying))
 
 
-def _statement_refusal(inside, loop) -> Optional[str]:
+def _statement_refusal(inside, loop, varying) -> Optional[str]:
     for s in inside:
         if isinstance(s, ir.Assert):
             return f"an assert at {s.loc} in the loop"
         if isinstance(s, ir.Store) and s.index != loop.var:
             return f"a store at %{s.index}, not the counter, at {s.loc}"
-    return _raise_refusal(loop)
+    return _raise_refusal(loop, varying)
 
 
-def _raise_refusal(loop) -> Optional[str]:
+def _raise_refusal(loop, varying) -> Optional[str]:
     """An op that can raise runs in a gang only before anything observable in
     its iteration (a store, an assignment to an outside local), so that when
     lane j raises, the lanes after it have done nothing the scalar loop would
     not have done: they stop, the lanes before it finish their iteration,
-    and the error is the first lane's.  Not inside an inner loop (yet)."""
+    and the error is the first lane's.  The op (or call) must have a varying
+    operand, so that its lanes are tested one by one; a uniform one would fail
+    for every lane at once.  Not inside an inner loop (yet)."""
     outer = outer_assigned(loop)
+    uniform = next((x for st in statements(loop.body) for e in own_exprs(st) for x in subexprs(e)
+                    if _can_fail_here(x) and not is_varying(x, varying)), None)
+    if uniform is not None:
+        return f"an op that can raise with uniform operands at {uniform.loc} (not rewritten yet)"
     effect: list = []
 
     def visit(stmts, in_loop: bool) -> Optional[str]:
@@ -210,6 +219,13 @@ def _raise_refusal(loop) -> Optional[str]:
         return None
 
     return visit(loop.body, False)
+
+
+def _can_fail_here(x) -> bool:
+    """An op or call that can fail by itself (not through an argument)."""
+    if isinstance(x, ir.Call):
+        return True
+    return isinstance(x, ir.Op) and bool(OPS[x.op].raises) and not provably_nonzero(x.args[1])
 
 
 def _outer_refusal(fn: ir.Function, loop, varying) -> Optional[str]:

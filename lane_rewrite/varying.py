@@ -27,7 +27,7 @@ break (`masked_breaks`).
 A loop stays scalar (`lanes` false, `reason` set), checked in this order:
 
   - the function is marked @aot(vectorize = false);
-  - it returns or calls another function inside the loop (not rewritten yet);
+  - it returns from inside the loop (not rewritten yet);
   - a local declared outside the loop carries a value between iterations
     and is not a reduction.  A reduction is a local whose every assignment
     in the loop is `%x = op(%x, e)` (`op(e, %x)` too, but for sub) with one
@@ -260,10 +260,6 @@ def _unsupported(inside) -> list[str]:
     for s in inside:
         if isinstance(s, ir.Return):
             problems.append(f"returns at {s.loc} from inside the loop: a return is not lane-rewritten yet")
-        for e in own_exprs(s):
-            for x in subexprs(e):
-                if isinstance(x, ir.Call):
-                    problems.append(f"calls @{x.func} at {s.loc}: calls are not lane-rewritten yet")
     return problems
 
 

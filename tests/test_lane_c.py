@@ -316,6 +316,42 @@ end
 return {In = In, Res = Res, ratios = ratios}
 """
 
+# Calls with varying arguments, once per active lane: a callee that can raise
+# (a division, an assert), one returning a boolean, one called under a mask.
+CALL_KERNEL = IN_RES + """
+@aot
+local function scale(x: int32, k: int32): int32
+    return x * 3 // k
+end
+
+@aot
+local function odd(x: int32): boolean
+    return (x & 1) == 1
+end
+
+@aot
+local function check(x: int32): nil
+    assert(x ~= -1, "minus one")
+end
+
+@aot
+local function calls(exclusive out: span.WriteSpan<Res>, borrows inp: span.Span<In>, k: int32): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        local a = inp[i].a
+        check(a)
+        local s = scale(a, k - (a & 1))
+        local t: int32 = 0
+        if odd(a) then
+            t = scale(t + a, 2)
+        end
+        out[i].p = s + t
+    end
+end
+
+return {In = In, Res = Res, calls = calls}
+"""
+
 # Reductions with exact ops: int32 wrapping add (one update under a mask),
 # bxor, binary64 min and max (NaN, -0 and +0 among the inputs), mul, sub.
 REDUCE_KERNEL = IN_RES + """
@@ -425,6 +461,8 @@ def kernels(tmp_path_factory) -> dict[str, Kernel]:
     (folder / "raises.nupp").write_text(RAISE_KERNEL)
     found["raises"] = Kernel(folder / "raises.nupp", "ratios", ("Res", "In"),
                              ((3,), (10,), (-1,), (0,), (-2147483648,)))
+    (folder / "calls.nupp").write_text(CALL_KERNEL)
+    found["calls"] = Kernel(folder / "calls.nupp", "calls", ("Res", "In"), ((3,), (1,), (0,), (-7,)))
     (folder / "reduce.nupp").write_text(REDUCE_KERNEL)
     for name in REDUCTIONS:
         found[name] = Kernel(folder / "reduce.nupp", name, ("In",), ((3,), (-1,), (0,), (2147483647,)))
@@ -507,7 +545,8 @@ def test_a_raise_after_a_store_stays_scalar_and_its_c_is_the_scalar_c(tmp_path):
     assert lane.split("*/", 1)[1] == scalar.split("*/", 1)[1]
 
 
-@pytest.mark.parametrize("name", ["lanemix", "masked", "whiles", "fors", "breaks", "raises", "raising", "isum"])
+@pytest.mark.parametrize("name", ["lanemix", "masked", "whiles", "fors", "breaks", "raises", "raising", "calls",
+                                  "isum"])
 def test_the_lane_kernels_run_in_gangs(name, kernels):
     _, module = compiled(kernels[name].path)
     assert set(reasons(module)) == {None}
@@ -608,7 +647,8 @@ def test_lane_c_compiles_without_warnings(cc, gang, kernels, tmp_path):
 
 @pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("gang", [*GANGS, pytest.param(16, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("name", sorted(QUALIFYING) + ["lanemix", "masked", "whiles", "fors", "breaks", "raises", *REDUCTIONS, "raising"])
+@pytest.mark.parametrize("name", sorted(QUALIFYING) + ["lanemix", "masked", "whiles", "fors", "breaks", "raises", "calls", *REDUCTIONS,
+                                        "raising"])
 def test_lane_agrees_with_scalar_on_every_tail(name, gang, cc, kernels):
     require_tool(cc)
     kernel = kernels[name]
