@@ -70,7 +70,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.walk import blocks, own_exprs, subexprs, var_names
+from nupp.scalar_ir.walk import blocks, own_exprs, raises, subexprs, var_names
 from nupp.scalar_ir.ops import OPS
 
 GANGS = (4, 8, 16)
@@ -417,7 +417,9 @@ def _effect(s, outer: set[str]) -> str | None:
         return f"an assignment to %{s.name}"
     for e in own_exprs(s):
         for x in subexprs(e):
-            if isinstance(x, ir.Op) and OPS[x.op].raises:
+            if isinstance(x, ir.Call):
+                return f"a call of @{x.func}, which can raise"
+            if isinstance(x, ir.Op) and raises(x) and not any(raises(a) for a in x.args):
                 return f"{x.op}, which can raise"
     return None
 
