@@ -61,6 +61,10 @@ Loops: the C counter of a numeric `for` is `int64_t` (the int32 counter is
 derived from it in the body), so a loop to INT32_MAX ends as Lua's does,
 without overflow; the bound is evaluated once.
 
-The lane rendering of each rule (a later issue) belongs beside the scalar
-one in `helpers.C_OPS`.
+Lane C (`emit_c.lane.emit_lane_module`, same ABI) runs the lane rewrite's
+gangs as GCC/Clang vectors; `emit_c.lane_helpers` holds the lane forms of
+the helpers that have one (min/max, fma, exp, bits), each beside its scalar
+rule's meaning; every other op calls its scalar helper once per lane.
+`emit_c.tiers` builds a module's lane C once per x86-64 feature tier and
+picks the tier at load time.
 """

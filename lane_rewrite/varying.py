@@ -1,4 +1,4 @@
-"""Which counted span loops can run in gangs, and which of their values vary per lane.
+"""Which counted span loops could run in gangs, and which of their values vary per lane.
 
 The first piece of the lane rewrite: an analysis, not a transform.  For each
 outermost `For` whose bound reads a span length (`len %s`, directly or
@@ -58,10 +58,12 @@ Example, the IR
       }
     }
 
-analyzes to (render_report)
+analyzes to varying %i, %n; uniform %k; masked control: the while at 4:5.
+The lane rewrite (rewrite.py) decides from this plan and its own admission
+rules; report.py prints the decision:
 
-    scale.nupp:2:3: loop over %i: can run in gangs of 4, 8, 16 (varying: %i, %n;
-        uniform: %k; masked: while at 4:5)
+    scale.nupp:2:3: loop over %i: lane-rewritten (varying: %i, %n; uniform: %k;
+        masked: while at 4:5)
 """
 
 from __future__ import annotations
