@@ -248,7 +248,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
 
     # ---- the gang loop
     def stmt_Gang(self, s: ir.Gang) -> None:
-        g = self.gang
+        """`{ counter; accumulators; for (gangs) { body } combine; for (tail) { scalar body } }`."""
         start = self.expr(s.start)
         stop = self.expr(s.stop)
         self.line("{")
@@ -261,14 +261,37 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.line(f"int64_t {counter} = {start};")
         self.scopes.append({})  # the reductions' accumulators, across the gangs
         accumulators = [self.accumulator(name, op) for name, op in s.reductions]
+        stopped = self.stop_flags(s)
+        self.line(f"for (; {counter} + {self.gang - 1} <= {stop}; {counter} += {self.gang}) {{")
+        self.gang_body(s, counter, stopped)
+        self.line("}")
+        self.scopes.pop()
+        if self.status:  # the first raising lane's error, once the lanes before it are done
+            self.line(f"if ({self.status} != 0) return {self.status};")
+            self.status = None
+        for (name, op), acc in zip(s.reductions, accumulators):
+            self.combine(name, op, acc)
+        tail = f"for (; {'!' + stopped + ' && ' if stopped else ''}{counter} <= {stop}; ++{counter}) {{"
+        self.line(tail)  # the tail: n mod G iterations
+        self.counted_body(s.scalar_loop(), counter)
+        self.depth -= 1
+        self.line("}")
+
+    def stop_flags(self, s: ir.Gang) -> Optional[str]:
+        """The C flag that ends the gangs early (a break leaves the loop, or an op
+        raised: no later gang, no tail), and the status a raise leaves (self.status)."""
         can_raise = any(raises(e) for st in statements(s.body) for e in own_exprs(st))
         stopped = self.temp("stop") if breaks_leaving(s.body) or can_raise else None
-        if stopped:  # a break leaves the loop, or an op raised: no later gang, no tail
+        if stopped:
             self.line(f"int {stopped} = 0;")
         self.status = self.temp("st") if can_raise else None
         if self.status:
             self.line(f"int32_t {self.status} = 0;")
-        self.line(f"for (; {counter} + {g - 1} <= {stop}; {counter} += {g}) {{")
+        return stopped
+
+    def gang_body(self, s: ir.Gang, counter: str, stopped: Optional[str]) -> None:
+        """One gang: the base index, the counter's lanes, per-lane copies of outside
+        locals, then the body (under a mask of the lanes still going if it can stop)."""
         self.depth += 1
         self.scopes.append({})
         self.varying_names, self.counter, self.mask = frozenset(s.varying), s.var, None
@@ -277,7 +300,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.base = self.temp("b")
         self.declare_line(f"const int32_t {self.base} = (int32_t){counter};", self.base, drop=True)
         var = self.bind(s.var)
-        lanes = ", ".join(f"(int32_t){counter} + {k}" for k in range(g))
+        lanes = ", ".join(f"(int32_t){counter} + {k}" for k in range(self.gang))
         self.declare_line(f"const {self.vec(Width.I32)} {var} = {{{lanes}}};", var, drop=True)
         for name, width in _outer_varying(s).items():  # each lane's own copy, unread after the loop
             c_name = self.bind(name)
@@ -292,18 +315,6 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.varying_names = None
         self.scopes.pop()
         self.depth -= 1
-        self.line("}")
-        self.scopes.pop()
-        if self.status:  # the first raising lane's error, once the lanes before it are done
-            self.line(f"if ({self.status} != 0) return {self.status};")
-            self.status = None
-        for (name, op), acc in zip(s.reductions, accumulators):
-            self.combine(name, op, acc)
-        tail = f"for (; {'!' + stopped + ' && ' if stopped else ''}{counter} <= {stop}; ++{counter}) {{"
-        self.line(tail)  # the tail: n mod G iterations
-        self.counted_body(s.scalar_loop(), counter)
-        self.depth -= 1
-        self.line("}")
 
     def gang_with_breaks(self, s: ir.Gang, stopped: str) -> None:
         """A gang body a break can leave: it runs under a mask of the lanes still
