@@ -17,8 +17,9 @@ The gang listed is for 4-byte data.  A module's default gang at a tier
 (`Tier.gang_for`) fills one vector register with the widest field its gangs
 load or store: a gang over binary64 fields runs 4 lanes at v3 and 8 at v4
 (measured on simd: 933 M/s at lane4-v3 against 298 at lane8-v3), one over
-binary32 or int32 fields 8 and 16 (mandelbrot: 6.2x and 11.4x scalar C);
-never fewer than 4 lanes.
+binary32 or int32 fields 8 and 16 (mandelbrot: 6.2x and 11.4x scalar C).
+Where a register holds fewer than 4 lanes of them (binary64 fields at
+baseline and v2) the tier runs the module's scalar C (`scalar-v2`).
 
 A tier changes which instructions compute each lane, never which operation:
 the lane C computes exactly the scalar rule per lane, no tier contracts a
@@ -54,9 +55,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Optional
 from nupp.emit_c.lane import GANGS, emit_lane_module
 from nupp.lane_rewrite.rewrite import rewrite_lanes
-from nupp.emit_c.scalar import CModule
+from nupp.emit_c.scalar import CModule, emit_module
 from nupp.runtime.native import Unit
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.walk import own_exprs, statements, subexprs
@@ -102,9 +104,13 @@ class Tier:
         """The gang for 4-byte data: one register of int32 / binary32 lanes."""
         return self.vector_bytes // 4
 
-    def gang_for(self, module: ir.Module) -> int:
-        """The module's default gang here: one register of its widest gang field."""
-        return max(min(self.vector_bytes // _widest_gang_field(module), max(GANGS)), min(GANGS))
+    def gang_for(self, module: ir.Module) -> Optional[int]:
+        """The module's default gang here: one register of its widest gang field;
+        None (its scalar C runs here) when a register holds fewer such lanes than
+        the smallest gang: 8-byte fields at 16-byte tiers, where gangs of 4
+        measured slower than scalar C (simd at baseline: 319 against 453 M/s)."""
+        lanes = self.vector_bytes // _widest_gang_field(module)
+        return None if lanes < min(GANGS) else min(lanes, max(GANGS))
 
 
 def _widest_gang_field(module: ir.Module) -> int:
@@ -150,13 +156,14 @@ class TierBuild:
     """One tier's lane C inside a tiered library, at the gang it was emitted with."""
 
     tier: Tier
-    gang: int
+    gang: Optional[int]  # None: the module's scalar C, built for the tier
     c_module: CModule
 
     @property
     def mode(self) -> str:
-        """The execution's name, as nupp.executions(f) lists it: lane<gang>-<tier>."""
-        return f"lane{self.gang}-{self.tier.name}"
+        """The execution's name, as nupp.executions(f) lists it: lane<gang>-<tier>
+        (scalar-<tier> where the tier runs the scalar C)."""
+        return f"lane{self.gang}-{self.tier.name}" if self.gang else f"scalar-{self.tier.name}"
 
 
 @dataclass(frozen=True)
@@ -184,8 +191,11 @@ def tiered_module(module: ir.Module, path: str, symbol_prefix: str, gang: int | 
     return TieredModule(units + (Unit("cpu_tier", cpu_tier_source(symbol), TIERS[0].flags),), builds, symbol)
 
 
-def _tier_build(module: ir.Module, path: str, symbol_prefix: str, tier: Tier, gang: int) -> TierBuild:
-    return TierBuild(tier, gang, emit_lane_module(module, path, f"{symbol_prefix}{tier.name}_", gang))
+def _tier_build(module: ir.Module, path: str, symbol_prefix: str, tier: Tier, gang: Optional[int]) -> TierBuild:
+    prefix = f"{symbol_prefix}{tier.name}_"
+    if gang is None:
+        return TierBuild(tier, None, emit_module(module, path, prefix))
+    return TierBuild(tier, gang, emit_lane_module(module, path, prefix, gang))
 
 
 def check_pins(gang: int | None, tier: str | None) -> None:

@@ -314,5 +314,14 @@ def test_the_default_gang_fills_a_register_with_the_widest_gang_field():
     from nupp.lane_rewrite.rewrite import rewrite_lanes
 
     wide, narrow = (rewrite_lanes(compiled(KERNELS[name].path)[1]) for name in ("simd", "mandelbrot"))
-    assert [t.gang_for(wide) for t in TIERS] == [4, 4, 4, 8]
+    assert [t.gang_for(wide) for t in TIERS] == [None, None, 4, 8]  # None: the scalar C runs there
     assert [t.gang_for(narrow) for t in TIERS] == [4, 4, 8, 16]
+
+
+def test_a_tier_whose_registers_hold_too_few_lanes_runs_the_scalar_c():
+    """simd's binary64 fields at baseline: two lanes per register; the tier
+    carries the scalar C, named scalar-baseline, and agrees with it."""
+    source, _ = compiled(KERNELS["simd"].path)
+    native = Host(mode="lane", tier="baseline").native_module(source)
+    assert native.mode == "scalar-baseline"
+    assert Host(mode="lane", tier="baseline", gang=4).native_module(source).mode == "lane4-baseline"
