@@ -37,14 +37,7 @@ in the unsigned vector type; bitwise ops; comparisons; conversions that are
 C casts), and otherwise by `for (int l = 0; l < G; l++) r[l] = <the C_OPS
 scalar template over a[l], b[l]>;`, the very helper the scalar C calls.
 
-Memory.  A struct of one field is a contiguous array: a gang's field is one
-vector load or store (memcpy).  A struct whose fields all have one size is
-read as F vectors of the gang's G elements and shuffled into fields
-(`__builtin_shufflevector`); when the gang body writes every field of such a
-span exactly once at its top level and never reads the span, the field
-vectors are interleaved and written the same way.  Other structs are read
-lane by lane, each lane's element in the vector's initializer, and written
-lane by lane.
+Memory: emit_c/lane_memory.py (block loads and shuffles where the struct allows).
 
 Masks, ISPC style.  The gang body starts with every lane active (no mask).
 `if.masked c` runs `then` under mask & c and `else` under mask & ~c, each
@@ -66,29 +59,18 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
-from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_const, c_type
+from nupp.emit_c.helpers import C_OPS, c_const, c_type
 from nupp.emit_c.lane_helpers import lane_form, lanes_helper
+from nupp.emit_c.lane_memory import LaneMemory
+from nupp.emit_c.lane_vectors import BLEND, ELEMENTS, LANE, SHORT, SIZES
 from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
-from nupp.scalar_ir.walk import breaks_leaving, own_exprs, provably_nonzero, raises, statements, subexprs
-from nupp.scalar_ir.widths import FIELD_STORAGE, Width, holds_in_binary32
+from nupp.scalar_ir.walk import breaks_leaving, own_exprs, provably_nonzero, raises, statements
+from nupp.scalar_ir.widths import Width, holds_in_binary32
 
 GANGS = GANG_SIZES
-
-# The element type and short name of each width's vector.  A varying boolean
-# is a mask: the int32 vector, lanes 0 or -1.
-_ELEMENTS: dict[Width, str] = {
-    Width.F64: "double", Width.F32: "float", Width.I32: "int32_t", Width.U32: "uint32_t",
-    Width.I64: "int64_t", Width.U64: "uint64_t", Width.BOOL: "int32_t",
-}
-_SHORT = {"double": "f64", "float": "f32", "int32_t": "i32", "uint32_t": "u32", "int64_t": "i64",
-          "uint64_t": "u64"}
-_SIZES = {"double": 8, "float": 4, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8}
-_BLEND = {4: "int32_t", 8: "int64_t"}  # the signed element a value of each size blends as
-MASK = "int32_t"
-LANE = "@LANE@"  # in the C of one lane: its index, written out per lane or as the loop's `l`
 
 # Ops whose native vector operator is, per lane, exactly the scalar rule:
 # op -> (C operator, the unsigned width to compute in for a signed integer, or None).
@@ -191,14 +173,14 @@ class _LaneModuleEmitter(_ModuleEmitter):
 
     def vector(self, element: str) -> str:
         self.vector_types.add(element)
-        return f"nu_{_SHORT[element]}x{self.gang}"
+        return f"nu_{SHORT[element]}x{self.gang}"
 
     def emit(self) -> CModule:
         result = super().emit()
         g = self.gang
         typedefs = "".join(
-            f"typedef {e} nu_{_SHORT[e]}x{g} __attribute__((vector_size({_SIZES[e] * g})));\n"
-            for e in _SIZES if e in self.vector_types)
+            f"typedef {e} nu_{SHORT[e]}x{g} __attribute__((vector_size({SIZES[e] * g})));\n"
+            for e in SIZES if e in self.vector_types)
         if self.lanes_used:
             typedefs += lanes_helper(g)
         typedefs += "".join(self.lane_forms.values())
@@ -223,7 +205,7 @@ class _LaneModuleEmitter(_ModuleEmitter):
         return _LaneFunctionEmitter(self, fn)
 
 
-class _LaneFunctionEmitter(_FunctionEmitter):
+class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
     def __init__(self, mod: _LaneModuleEmitter, fn: ir.Function):
         super().__init__(mod, fn)
         self.gang = mod.gang
@@ -349,7 +331,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
 
     # ---- statements of a gang body (uniform ones are the scalar emitter's)
     def vec(self, width: Width) -> str:
-        return self.mod.vector(_ELEMENTS[width])
+        return self.mod.vector(ELEMENTS[width])
 
     def varying(self, e) -> bool:
         return self.varying_names is not None and is_varying(e, self.varying_names)
@@ -386,10 +368,10 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         """Lanes of `new` where `mask` is set, of `old` elsewhere: a bitwise blend."""
         if width is Width.BOOL:
             return f"(({new} & {mask}) | ({old} & ~{mask}))"
-        element = _ELEMENTS[width]
-        blend = self.mod.vector(_BLEND[_SIZES[element]])
-        m = mask if _SIZES[element] == 4 else f"__builtin_convertvector({mask}, {blend})"
-        cast = "" if element == _BLEND[_SIZES[element]] else f"({self.vec(width)})"
+        element = ELEMENTS[width]
+        blend = self.mod.vector(BLEND[SIZES[element]])
+        m = mask if SIZES[element] == 4 else f"__builtin_convertvector({mask}, {blend})"
+        cast = "" if element == BLEND[SIZES[element]] else f"({self.vec(width)})"
         return f"{cast}((({blend}){new} & {m}) | (({blend}){old} & ~{m}))"
 
     def stmt_If(self, s: ir.If) -> None:
@@ -579,160 +561,6 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.mod.lanes_used = True
         return f"nu_lanes_x{self.gang}(&{self.read(mask)})"
 
-    def stmt_Store(self, s: ir.Store) -> None:
-        """Lane by lane (guarded by the mask's lane), or, unmasked into a struct
-        of that one field, the gang's G values built as a vector and copied
-        into the G consecutive elements at once."""
-        if self.varying_names is None:
-            return super().stmt_Store(s)
-        pointer = self.spans[s.span][0]
-        self.reads.add(pointer)
-        field, storage, whole = self.field_of(s.span, s.field)
-        element = f"{pointer}[{self.read(self.base)} + {LANE} - 1].{field}"
-        if whole and self.mask is None:
-            t = self.stored_vector(s.value, storage)
-            self.line(f"memcpy(&{element.replace(LANE, '0')}, &{t}, sizeof {t});")
-            return
-        if id(s) in self.block_stores:
-            return self.pend_store(s, storage)
-        value = self.store_value(s.value, self.lane(s.value), storage)
-        guard = "" if self.mask is None else f"if ({self.read(self.mask)}[l]) "
-        self.line(f"for (int l = 0; l < {self.gang}; l++) "
-                  f"{guard}{element.replace(LANE, 'l')} = {_bare(value.replace(LANE, 'l'))};")
-
-    def whole_element_stores(self, gang: ir.Gang) -> dict[int, str]:
-        """The stores that may wait for one another to write the gang's elements
-        whole: stores at the top of the body into a span of a block struct
-        (block_of) that get every field exactly once, of a span the body never
-        loads (so writing later is invisible: the span is disjoint from all
-        others, the rewrite checked)."""
-        loaded = {x.span for st in statements(gang.body) for e in own_exprs(st) for x in subexprs(e)
-                  if isinstance(x, ir.Load)}
-        chosen: dict[int, str] = {}
-        for span in {st.span for st in gang.body if isinstance(st, ir.Store)} - loaded:
-            stores = [st for st in statements(gang.body) if isinstance(st, ir.Store) and st.span == span]
-            fields = [n for n, _ in self.mod.module.struct(self.spans[span][2].struct).fields]
-            top = [st for st in gang.body if isinstance(st, ir.Store) and st.span == span]
-            if (len(stores) == len(top) == len(fields) and sorted(st.field for st in stores) == sorted(fields)
-                    and self.block_of(span, fields[0]) is not None):
-                chosen.update({id(st): span for st in stores})
-        return chosen
-
-    def pend_store(self, s: ir.Store, storage) -> None:
-        """Keep a field's vector (as the signed integers of its size); with the
-        last field of the span, interleave them and write the G elements."""
-        vector = self.stored_vector(s.value, storage)
-        bits = self.mod.vector(_BLEND[_SIZES[FIELD_C_TYPES[storage.name]]])
-        self.pending.setdefault(s.span, {})[s.field] = self.named_typed(
-            _BLEND[_SIZES[FIELD_C_TYPES[storage.name]]], f"({bits}){vector}")
-        fields = [n for n, _ in self.mod.module.struct(self.spans[s.span][2].struct).fields]
-        if len(self.pending[s.span]) == len(fields):
-            vectors = self.pending.pop(s.span)
-            self.write_block(s.span, [vectors[n] for n in fields], bits)
-
-    def write_block(self, span: str, vectors: list[str], bits: str) -> None:
-        """Interleave F field vectors into the gang's F vectors of elements and copy them out."""
-        pointer, count, g = self.spans[span][0], len(vectors), self.gang
-        self.reads.add(pointer)
-        self.line("#if defined(__clang__) || __GNUC__ >= 12")
-        for k in range(count):
-            picks = [divmod(k * g + j, count)[::-1] for j in range(g)]  # (field, element) of each lane
-            t = self.temp()
-            self.line(f"const {bits} {t} = {self.shuffled(vectors, picks, bits)};")
-            self.line(f"memcpy((char *)&{pointer}[{self.read(self.base)} - 1] + {k} * sizeof {t}, &{t}, sizeof {t});")
-        self.line("#else")
-        fields = self.mod.structs[self.spans[span][2].struct][1]
-        names = [n for n, _ in self.mod.module.struct(self.spans[span][2].struct).fields]
-        for name, vector in zip(names, vectors):
-            self.line(f"for (int l = 0; l < {g}; l++) memcpy(&{pointer}[{self.read(self.base)} + l - 1].{fields[name]}, "
-                      f"(const char *)&{vector} + l * sizeof {vector}[0], sizeof {vector}[0]);")
-        self.line("#endif")
-
-    def stored_vector(self, e, storage) -> str:
-        """The vector of e's lanes as its field stores them (store_value's rule):
-        a float field takes binary32 with NaNs made canonical (a blend with
-        0x7FC00000 where `x != x`), a double field binary64; an integer field
-        each lane reduced modulo 2^bits: a C conversion to the unsigned type of
-        its size (lane by lane for 8- and 16-bit fields, as store_value)."""
-        stored = FIELD_C_TYPES[storage.name]
-        if not storage.is_float:
-            if stored not in _SIZES:
-                return self.per_lane_typed(stored, self.store_value(e, self.lane(e), storage))
-            vector = self.vector_expr(e)
-            if c_type(e.width) == stored:
-                return vector
-            unsigned = self.mod.vector(f"uint{storage.bits}_t")
-            return self.named_typed(stored, f"({self.mod.vector(stored)})__builtin_convertvector({vector}, {unsigned})")
-        vector = self.vector_expr(e)
-        if c_type(e.width) != stored:
-            vector = self.named_typed(stored, f"__builtin_convertvector({vector}, {self.mod.vector(stored)})")
-        if stored != "float" or isinstance(e, ir.Const):
-            return vector
-        bits = self.mod.vector("int32_t")
-        nan = self.named_typed("int32_t", "{" + ", ".join(["0x7FC00000"] * self.gang) + "}")
-        return self.named_typed(stored, f"({self.mod.vector(stored)})((({bits}){vector} & ~({vector} != {vector}))"
-                                        f" | ({nan} & ({vector} != {vector})))")
-
-    def field_of(self, span: str, name: str):
-        """(C field name, storage, whether the struct is that one field alone:
-        then G consecutive elements are one contiguous vector)."""
-        span_type = self.spans[span][2]
-        fields = self.mod.structs[span_type.struct][1]
-        struct = self.mod.module.struct(span_type.struct)
-        storage = FIELD_STORAGE[dict(struct.fields)[name]]
-        whole = len(struct.fields) == 1 and FIELD_C_TYPES[storage.name] in _SIZES
-        return fields[name], storage, whole
-
-    def block_of(self, span: str, name: str) -> Optional[tuple[int, int]]:
-        """(the field's index, the number of fields) when every field of the span's
-        struct has the field's size, one of the vector element sizes: then the
-        gang's G elements are F vectors of G lanes, field f of element l at
-        lane l * F + f of their concatenation."""
-        struct = self.mod.module.struct(self.spans[span][2].struct)
-        sizes = [_SIZES.get(FIELD_C_TYPES[FIELD_STORAGE[t].name]) for _, t in struct.fields]
-        if len(sizes) < 2 or None in sizes or len(set(sizes)) != 1:
-            return None
-        return [n for n, _ in struct.fields].index(name), len(sizes)
-
-    def block_load(self, span: str, name: str, element: str, per_lane_c: str) -> str:
-        """One field of the gang's block of elements: F vector loads, then
-        shuffles picking the field's lanes (`__builtin_shufflevector`: Clang,
-        GCC 12 on; an older GCC reads the lanes one by one)."""
-        index, count = self.block_of(span, name)
-        pointer, vector, g = self.spans[span][0], self.mod.vector(element), self.gang
-        parts = [self.temp("v") for _ in range(count)]
-        t = self.temp()
-        self.line("#if defined(__clang__) || __GNUC__ >= 12")
-        for k, part in enumerate(parts):
-            self.line(f"{vector} {part};")
-            self.line(f"memcpy(&{part}, (const char *)&{pointer}[{self.read(self.base)} - 1] + {k} * sizeof {part},"
-                      f" sizeof {part});")
-        picks = [divmod(lane * count + index, g) for lane in range(g)]
-        self.line(f"const {vector} {t} = {self.shuffled(parts, picks, vector)};")
-        self.line("#else")
-        self.line(f"const {vector} {t} = {self.lanes_of(per_lane_c)};")
-        self.line("#endif")
-        self.reads.add(t)
-        return t
-
-    def shuffled(self, sources: list[str], picks: list[tuple[int, int]], vector: str) -> str:
-        """C for the vector whose lane l is lane picks[l][1] of sources[picks[l][0]]:
-        a two-source shuffle of the first two sources used, merged with each
-        further one in turn."""
-        g = self.gang
-        used = sorted({src for src, _ in picks})
-        if len(used) == 1:
-            used.append(used[0])
-        first, second = used[0], used[1]
-        indices = [x if src == first else g + x if src == second else 0 for src, x in picks]
-        text = f"__builtin_shufflevector({sources[first]}, {sources[second]}, {', '.join(map(str, indices))})"
-        for later in used[2:]:
-            t = self.temp()
-            self.line(f"const {vector} {t} = {text};")
-            indices = [g + x if src == later else lane for lane, (src, x) in enumerate(picks)]
-            text = f"__builtin_shufflevector({t}, {sources[later]}, {', '.join(map(str, indices))})"
-        return text
-
     # ---- varying expressions
     def lane(self, e) -> str:
         """C for lane LANE of e: `v[LANE]` of its vector (a mask lane as 0 or 1),
@@ -812,41 +640,6 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         self.reads.add(t)
         return t
 
-    def gather(self, e: ir.Load) -> str:
-        """A field of the gang's G elements at its load width (a float field
-        widens to binary64 exactly)."""
-        if e.index != self.counter:  # a uniform index: every lane reads the same element
-            return self.broadcast(self.expr(e), e.width)
-        t, stored = self.gather_stored(e)
-        if stored == c_type(e.width):
-            return t
-        widened = self.named(e.width, f"__builtin_convertvector({t}, {self.vec(e.width)})")
-        if stored == "float":
-            self.promoted[widened] = t
-        return widened
-
-    def gather_stored(self, e: ir.Load) -> tuple[str, str]:
-        """(the vector of a field of the gang's G elements as stored, its element
-        C type): one contiguous vector load when the struct is that field alone,
-        block loads and shuffles when its fields have one size, else element by
-        element."""
-        pointer = self.spans[e.span][0]
-        self.reads.add(pointer)
-        field, storage, whole = self.field_of(e.span, e.field)
-        stored = FIELD_C_TYPES[storage.name]
-        if whole:
-            t = self.temp()
-            self.line(f"{self.mod.vector(stored)} {t};")
-            self.line(f"memcpy(&{t}, &{pointer}[{self.read(self.base)} - 1].{field}, sizeof {t});")
-            self.reads.add(t)
-            return t, stored
-        access = f"{pointer}[{self.read(self.base)} + {LANE} - 1].{field}"
-        if self.block_of(e.span, e.field) is not None:
-            return self.block_load(e.span, e.field, stored, access), stored
-        if stored in _SIZES:
-            return self.per_lane_typed(stored, access), stored
-        return self.per_lane(e.width, f"(({c_type(e.width)}){access})"), c_type(e.width)
-
     def per_lane(self, width: Width, lane_c: str) -> str:
         """A vector built from the scalar C of each lane (LANE replaced by its index)."""
         if width is Width.BOOL:
@@ -901,7 +694,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
     def compare_text(self, a: str, sym: str, b: str, width: Width) -> str:
         """A vector comparison as a mask (0 / -1 int32 lanes)."""
         text = f"({a} {sym} {b})"
-        if _SIZES[_ELEMENTS[width]] != 4:  # 64-bit lanes: narrow the 0 / -1 lanes
+        if SIZES[ELEMENTS[width]] != 4:  # 64-bit lanes: narrow the 0 / -1 lanes
             text = f"__builtin_convertvector({text}, {self.vec(Width.BOOL)})"
         return text
 
@@ -912,7 +705,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
             return self.named(Width.BOOL, f"({a} {COMPARE[e.op]} {b})")
         a, b = (self.vector_expr(x) for x in e.args)
         text = f"({a} {COMPARE[e.op]} {b})"
-        if _SIZES[_ELEMENTS[e.args[0].width]] != 4:  # 64-bit lanes: narrow the 0 / -1 lanes
+        if SIZES[ELEMENTS[e.args[0].width]] != 4:  # 64-bit lanes: narrow the 0 / -1 lanes
             text = f"__builtin_convertvector({text}, {self.vec(Width.BOOL)})"
         return self.named(Width.BOOL, text)
 
@@ -935,7 +728,7 @@ class _LaneFunctionEmitter(_FunctionEmitter):
         return t
 
     def named(self, width: Width, text: str) -> str:
-        return self.named_typed(_ELEMENTS[width], text)
+        return self.named_typed(ELEMENTS[width], text)
 
     def named_typed(self, element: str, text: str) -> str:
         """A const vector temporary of `element` lanes holding `text`."""
