@@ -567,13 +567,18 @@ class _Writer:
         self.emit("end")
         self.emit("")
         self.emit("@aot")
+        # lane-friendly kernels sometimes reduce into `acc` (an int32 sum or xor,
+        # returned) and break out of the loop before any store
+        reduce_op = self.choice((None, "+", "~")) if self.lane_friendly else None
         self.emit("local function k(exclusive out: span.WriteSpan<Out>, borrows inp: span.Span<In>, "
-                  "p: int32, q: number): nil")
+                  f"p: int32, q: number): {'int32' if reduce_op else 'nil'}")
         self.indent = 1
         self.scopes = [{}]
         self.emit('assert(#out == #inp, "length mismatch")')
         if self.chance(0.15):
             self.emit(f'assert(p ~= {self.choice(INT_LITERALS["i32"])}, "p refused")')
+        if reduce_op:
+            self.emit(f"local acc: int32 = {self.expr('i32', 1, literal_ok=True)}")  # never in scope: no other read
         outer = None
         if self.chance(0.3):
             outer = self.fresh("v")
@@ -583,6 +588,15 @@ class _Writer:
         self.indent += 1
         self.in_loop = True
         self.scopes.append({})
+        if self.lane_friendly and self.chance(0.2):
+            # a break before anything observable in the iteration (and before
+            # `outer` is set, so its condition must not read it: it would carry)
+            hidden = self.scopes[0].pop(outer) if outer else None
+            self.emit(f"if {self.boolean(1)} then")
+            self.emit("    break")
+            self.emit("end")
+            if outer:
+                self.scopes[0][outer] = hidden
         if outer and self.lane_friendly:
             # never carried from one iteration to the next (that keeps a loop
             # scalar): read-only in the loop, or set first thing in each iteration
@@ -601,12 +615,16 @@ class _Writer:
             self.emit("local o = out[i]")
         for _ in range(self.draw(st.integers(1, self.max_statements))):
             self.statement(2)
+        if reduce_op:
+            self.emit(f"acc = acc {reduce_op} {self.expr('i32', 2)}")
         for field in ("r", "f", "d", "k"):
             self.store(field)
         self.scopes.pop()
         self.in_loop = False
         self.indent -= 1
         self.emit("end")
+        if reduce_op:
+            self.emit("return acc")
         self.indent = 0
         self.emit("end")
         self.emit("")
@@ -618,7 +636,9 @@ def kernels(max_depth: int = 3, max_statements: int = 4, zero_divisors: bool = T
             lane_friendly: bool = False) -> st.SearchStrategy:
     """Whole generated modules (GeneratedKernel), well-typed by construction.
     `lane_friendly`: no calls or divisors that may be zero in the loop, so the
-    lane rewrite takes it (ifs and whiles with varying conditions stay)."""
+    lane rewrite takes it (ifs, whiles and fors with varying conditions stay),
+    and now and then an int32 reduction returned and a break out of the loop
+    before any store."""
 
     @st.composite
     def draw_kernel(draw):
