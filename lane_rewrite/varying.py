@@ -75,7 +75,6 @@ from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.walk import blocks, own_exprs, raises, subexprs, var_names
 from nupp.scalar_ir.ops import OPS
 
-GANGS = (4, 8, 16)
 # Ops a reduction may combine lanes with (when the op is also exact).
 REDUCTION_OPS = ("add", "sub", "mul", "band", "bor", "bxor", "min", "max")
 
@@ -92,7 +91,6 @@ class LoopPlan:
     masked_breaks: tuple[ir.Loc, ...]      # breaks that run under a mask
     reductions: tuple[str, ...]            # outside locals accumulated with an exact op
     reduction_ops: tuple[str, ...]         # their ops, in the same order
-    gangs: tuple[int, ...]                 # GANGS when lanes, else ()
 
 
 def analyze_module(module: ir.Module) -> dict[str, tuple[LoopPlan, ...]]:
@@ -198,8 +196,7 @@ def _analyze_loop(fn: ir.Function, loop: ir.For, order) -> LoopPlan:
         varying=frozenset(varying), uniform=frozenset(read - varying),
         varying_control=tuple(s.loc for s in inference.control),
         masked_breaks=tuple(s.loc for s in inference.breaks),
-        reductions=tuple(reductions), reduction_ops=tuple(reductions.values()),
-        gangs=GANGS if lanes else ())
+        reductions=tuple(reductions), reduction_ops=tuple(reductions.values()))
 
 
 class _Inference:

@@ -51,7 +51,6 @@ from .test_native_differential import (COMPILERS, GENERATED_RANDOM_ROWS, GENERAT
                                        ubsan_environment)
 
 GANGS = (4, 8)          # gang 16 runs in the slow set (and in test_tiers at v4)
-ALL_GANGS = (4, 8, 16)
 
 LANE_KERNEL = """\
 local span = nupp.mem.span

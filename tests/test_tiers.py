@@ -30,6 +30,7 @@ from pathlib import Path
 import cffi
 import pytest
 
+from nupp.emit_c.lane import GANGS
 from nupp.emit_c.tiers import (CPU_TIER_MAX_VARIABLE, TIER_NAMES, TIERS, TierBuild, TierError, choose_tier,
                                cpu_tier_source, tiered_module)
 from nupp.frontend.diagnostics import Source
@@ -42,8 +43,6 @@ from nupp.runtime.native import Unit, build_units, find_toolchain
 from .conftest import require_tool
 from .test_lane_c import assert_same, lane_cases
 from .test_native_differential import COMPILERS, KERNELS, ROOT, call
-
-GANGS = (4, 8, 16)
 
 # The x86-64 psABI's micro-architecture levels, as /proc/cpuinfo names the
 # flags (pni is SSE3, abm carries LZCNT).  Each level includes the ones below.
