@@ -67,7 +67,7 @@ from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _Mod
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
-from nupp.scalar_ir.walk import breaks_leaving, own_exprs, provably_nonzero, raises, statements
+from nupp.scalar_ir.walk import breaks_leaving, fails_itself, own_exprs, raises, statements
 from nupp.scalar_ir.widths import Width, holds_in_binary32
 
 GANGS = GANG_SIZES
@@ -659,7 +659,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         form = lane_form(e.op, self.gang)
         if form is not None:
             return self.lane_call(e, form)
-        if OPS[e.op].raises and not provably_nonzero(e.args[1]):
+        if fails_itself(e):
             args = [self.lane(e.args[0]), self.safe_divisor(e)]
         else:
             args = [self.lane(a) for a in e.args]

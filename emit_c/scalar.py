@@ -50,7 +50,7 @@ from nupp.emit_c.helpers import (
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width
-from nupp.scalar_ir.walk import breaks_leaving, provably_nonzero, raises
+from nupp.scalar_ir.walk import breaks_leaving, fails_itself, raises
 from nupp.verifier import check as verify
 
 INDENT = "    "
@@ -605,7 +605,7 @@ class _FunctionEmitter:
         if info.lane == SHORT_CIRCUIT and raises(e.args[1]):
             return self.short_circuit(e)
         args = [self.expr(a) for a in e.args]
-        if info.raises and not provably_nonzero(e.args[1]):
+        if fails_itself(e):
             divisor = self.temp()
             status = self.mod.error(f"{self.mod.path}:{e.loc.line}: {info.raises}")
             # not `const`: GCC would fold a literal 0 into a division-by-zero warning below

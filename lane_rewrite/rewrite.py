@@ -59,8 +59,7 @@ from typing import Optional
 from nupp.lane_rewrite.varying import (LoopPlan, analyze_function, outer_assigned, outer_read_after,
                                        reductions_of, span_loops)
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.ops import OPS
-from nupp.scalar_ir.walk import blocks, own_exprs, provably_nonzero, raises, statements, subexprs
+from nupp.scalar_ir.walk import blocks, fails_itself, own_exprs, raises, statements, subexprs
 from nupp.verifier import check as verify
 
 GANG_SIZES = (4, 8, 16)
@@ -196,7 +195,7 @@ def _raise_refusal(loop, varying) -> Optional[str]:
     for every lane at once.  Not inside an inner loop (yet)."""
     outer = outer_assigned(loop)
     uniform = next((x for st in statements(loop.body) for e in own_exprs(st) for x in subexprs(e)
-                    if _can_fail_here(x) and not is_varying(x, varying)), None)
+                    if fails_itself(x) and not is_varying(x, varying)), None)
     if uniform is not None:
         return f"an op that can raise with uniform operands at {uniform.loc} (not rewritten yet)"
     effect: list = []
@@ -219,13 +218,6 @@ def _raise_refusal(loop, varying) -> Optional[str]:
         return None
 
     return visit(loop.body, False)
-
-
-def _can_fail_here(x) -> bool:
-    """An op or call that can fail by itself (not through an argument)."""
-    if isinstance(x, ir.Call):
-        return True
-    return isinstance(x, ir.Op) and bool(OPS[x.op].raises) and not provably_nonzero(x.args[1])
 
 
 def _outer_refusal(fn: ir.Function, loop, varying) -> Optional[str]:

@@ -72,7 +72,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.walk import blocks, own_exprs, raises, subexprs, var_names
+from nupp.scalar_ir.walk import blocks, fails_itself, own_exprs, subexprs, var_names
 from nupp.scalar_ir.ops import OPS
 
 # Ops a reduction may combine lanes with (when the op is also exact).
@@ -416,10 +416,8 @@ def _effect(s, outer: set[str]) -> str | None:
         return f"an assignment to %{s.name}"
     for e in own_exprs(s):
         for x in subexprs(e):
-            if isinstance(x, ir.Call):
-                return f"a call of @{x.func}, which can raise"
-            if isinstance(x, ir.Op) and raises(x) and not any(raises(a) for a in x.args):
-                return f"{x.op}, which can raise"
+            if fails_itself(x):
+                return f"a call of @{x.func}, which can raise" if isinstance(x, ir.Call) else f"{x.op}, which can raise"
     return None
 
 

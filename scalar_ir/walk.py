@@ -51,15 +51,16 @@ def var_names(e) -> list[str]:
 
 
 def raises(e) -> bool:
-    """Whether evaluating e can fail: a call, or an integer // or % whose divisor
-    may be zero (provably_nonzero)."""
-    if isinstance(e, ir.Call):
+    """Whether evaluating e can fail: some node of it fails_itself."""
+    return any(fails_itself(x) for x in subexprs(e))
+
+
+def fails_itself(x) -> bool:
+    """Whether this node (not an argument of it) can fail: a call, or an integer
+    // or % whose divisor may be zero (provably_nonzero)."""
+    if isinstance(x, ir.Call):
         return True
-    if isinstance(e, ir.Op):
-        if OPS[e.op].raises and not provably_nonzero(e.args[1]):
-            return True
-        return any(raises(a) for a in e.args)
-    return False
+    return isinstance(x, ir.Op) and bool(OPS[x.op].raises) and not provably_nonzero(x.args[1])
 
 
 def provably_nonzero(e) -> bool:
