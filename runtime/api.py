@@ -9,6 +9,13 @@ offsets) is a span: a writable array can be a `span.WriteSpan`, any array a
 `span.Span`.  The call goes through the same host boundary as a call from
 Nupp code (runtime/lua/boundary.lua), so it checks and converts arguments and
 raises the same errors, as `NuppRuntimeError`.
+
+Numbers cross exactly.  A Python int reaches the boundary as a Lua number up
+to 2^53, as int64/uint64 cdata up to the 64-bit ranges, beyond them as a wide
+integer (refused by integer parameters with its exact digits, rounded by
+number ones); a NumPy scalar counts as the Python number of its value.  A
+result comes back by the function's result type: `number`, `double` and
+`float` as a Python float (-0.0 keeps its sign), integers as Python ints.
 """
 
 from __future__ import annotations
@@ -37,15 +44,23 @@ function(text, chunkname)
 end
 """
 
+# A call's result as lupa can hand it over exactly: a 64-bit integer as its
+# digits, -0 as "-0" (lupa turns an integral number into a Python int).
 _CALL = """
 function(fn, ...)
-    local results = {pcall(fn, ...)}
-    if not results[1] then return false, tostring(results[2]) end
-    local r = results[2]
-    if type(r) == "cdata" then return true, "int64", (tostring(r):gsub("U?LL$", "")) end
-    return true, "value", r
+    local ok, r = pcall(fn, ...)
+    if not ok then return false, tostring(r) end
+    if type(r) == "cdata" then return true, (tostring(r):gsub("U?LL$", "")) end
+    if r == 0 and 1 / r < 0 then return true, "-0" end
+    return true, r
 end
 """
+
+# result type -> the Python value of what _CALL hands over
+RESULTS = {"number": float, "double": float, "float": float, "int32": int, "uint32": int, "int64": int,
+           "uint64": int, "boolean": bool, "nil": lambda _: None}
+
+TWO_53, TWO_63, TWO_64 = 2 ** 53, 2 ** 63, 2 ** 64
 
 _SPAN_FOR = """
 function(T, address, n, writable, owner)
@@ -70,6 +85,8 @@ class NuppModule:
         self._call = lua.eval(_CALL)
         self._span_for = lua.eval(_SPAN_FOR)
         self._signatures = lua.eval("__nupp.boundary.signatures")
+        self._int64_cdata = lua.eval("__nupp.boundary.int64_cdata")
+        self._wide_integer = lua.eval("__nupp.boundary.wide_integer")
         self._struct_info = lua.eval("__nupp.mem.struct_info")
         self._exports = dict(exports.items()) if exports is not None else {}
         self._dtypes: dict[str, np.dtype] = {}
@@ -88,7 +105,8 @@ class NuppModule:
         if signature is None:
             raise AttributeError(f"the module exports no @aot function '{name}'")
         spans = self._span_params(signature)
-        call = lambda *args: self._invoke(fn, signature, spans, args)  # noqa: E731
+        result = RESULTS[signature["result"]]
+        call = lambda *args: self._invoke(fn, signature, spans, result, args)  # noqa: E731
         self.__dict__[name] = call  # looked up once: later calls skip __getattr__
         return call
 
@@ -106,18 +124,20 @@ class NuppModule:
                 out.append((struct, struct_dtype(self._struct_info(struct))))
         return out
 
-    def _invoke(self, fn, signature, spans, args):
+    def _invoke(self, fn, signature, spans, result, args):
         lua_args = [self._argument(signature, spans, i, a) for i, a in enumerate(args)]
-        ok, kind, value = (tuple(self._call(fn, *lua_args)) + (None, None))[:3]
+        ok, value = self._call(fn, *lua_args)
         if not ok:
-            raise NuppRuntimeError(kind)
-        if kind == "int64":
-            return int(value)
-        return value
+            raise NuppRuntimeError(value)
+        return result(value)
 
     def _argument(self, signature, spans, index: int, value):
+        if isinstance(value, np.generic):
+            value = value.item()  # a NumPy scalar counts by its value, as the Python number
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self._integer(int(value))
         if not isinstance(value, np.ndarray):
-            return value
+            return value  # the boundary checks it (a float subclass, np.float64, is a Lua number)
         span = spans[index] if index < len(spans) else None
         if span is None:
             return value  # the boundary refuses it with its own words
@@ -128,6 +148,15 @@ class NuppModule:
                 f"bad argument #{index + 1} to '{signature['name']}' (a contiguous 1-d array of the "
                 f"dtype of {name} expected, got {value.ndim}-d array of dtype {value.dtype})")
         return self._span_for(struct, value.ctypes.data, len(value), bool(value.flags.writeable), value)
+
+    def _integer(self, n: int):
+        """A Python integer as the exact Lua value the boundary checks: a number
+        up to 2^53, then 64-bit cdata, then a wide integer (boundary.lua)."""
+        if -TWO_53 <= n <= TWO_53:
+            return n
+        if -TWO_63 <= n < TWO_64:
+            return self._int64_cdata(n >> 32, n & 0xFFFFFFFF, n >= TWO_63)
+        return self._wide_integer(str(n))
 
 
 def struct_dtype(info) -> np.dtype:

@@ -20,6 +20,13 @@
 --   float/number/double also take int64/uint64 cdata: it rounds to binary64
 --                  (the storage rule of a number field), then a float
 --                  narrows
+--   host integers  a host (the Python API) passes an integer a Lua number
+--                  cannot hold as int64/uint64 cdata (boundary.int64_cdata),
+--                  or beyond 64 bits as a wide integer (boundary.
+--                  wide_integer): integer parameters refuse it, described
+--                  by its exact digits; float/number/double round it to
+--                  binary64 as a Lua numeral of those digits reads (inf
+--                  beyond binary64's range), then a float narrows
 --   boolean        true or false
 --   span           a span of exactly the parameter's struct type; a
 --                  WriteSpan needs a writable span, a Span takes either; at
@@ -80,8 +87,29 @@ local CALLER_LEVEL = 3
 local INT64 = ffi.typeof("int64_t")
 local UINT64 = ffi.typeof("uint64_t")
 
+-------------------------------------------------------------------------------
+-- Integers of a host that no Lua number holds exactly (the Python API's)
+-------------------------------------------------------------------------------
+-- An integer in the int64 or uint64 range, from its 32-bit halves (hi is
+-- signed for int64): a host cannot build cdata itself.
+function boundary.int64_cdata(hi, lo, unsigned)
+    if unsigned then return UINT64(hi) * 4294967296ULL + lo end
+    return INT64(hi) * 4294967296LL + lo
+end
+
+-- An integer beyond both 64-bit ranges, as its decimal digits.
+local WideInteger = {}
+function boundary.wide_integer(digits)
+    return setmetatable({ digits = digits }, WideInteger)
+end
+
+local function is_wide_integer(v)
+    return type(v) == "table" and getmetatable(v) == WideInteger
+end
+
 local function describe(v)
     if mem.is_int64_cdata(v) then return tostring(v) end -- e.g. -1LL
+    if is_wide_integer(v) then return v.digits end
     return mem.describe(v)
 end
 
@@ -154,13 +182,17 @@ local function scalar_slow(type_name, where, index)
         return function(v) error(expected(where, index, type_name, v), CALLER_LEVEL) end
     end
     local is_float = type_name == "float"
-    return function(v) -- float / number / double: the binary64 of a 64-bit integer
+    return function(v) -- float / number / double: the binary64 of a wider integer
+        local wide
         if mem.is_int64_cdata(v) then
-            local wide = math_rt.int64_to_number(v)
-            if is_float then return narrow(wide) end
-            return wide
+            wide = math_rt.int64_to_number(v)
+        elseif is_wide_integer(v) then
+            wide = tonumber(v.digits)
+        else
+            error(expected(where, index, type_name, v), CALLER_LEVEL)
         end
-        error(expected(where, index, type_name, v), CALLER_LEVEL)
+        if is_float then return narrow(wide) end
+        return wide
     end
 end
 
