@@ -50,8 +50,11 @@ varying local is a per-lane select (the inactive lanes keep their value) and
 a store a per-lane guarded store; a local declared under a mask lives only
 there, so its inactive lanes are never observed.  Every value is still
 computed in every lane: loads are in bounds for the whole loop (the
-verifier) and a gang has no op that can raise, so a pure op in an inactive
-lane computes a result nobody reads.
+verifier), so a pure op in an inactive lane computes a result nobody reads.
+What can raise (an integer // or % by a divisor that may be zero, a call)
+raises only for active lanes, and the right operand of an `and` / `or` that
+can raise runs under the mask of the lanes its left operand leaves
+undecided, so a lane the short circuit decided never raises in it.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from nupp.emit_c.lane_vectors import BLEND, ELEMENTS, LANE, SHORT, SIZES
 from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter
 from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.ops import OPS
+from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
 from nupp.scalar_ir.walk import breaks_leaving, fails_itself, own_exprs, raises, statements
 from nupp.scalar_ir.widths import Width, holds_in_binary32
 
@@ -213,6 +216,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         self.counter = ""     # the gang's counter (IR name)
         self.base = ""        # the C name of the gang's first index
         self.mask = None      # the C name of the active lanes' mask, None: all lanes
+        self.gang_mask = None  # the mask of the lanes a raise or break has not stopped
         self.masks: list[str] = []  # the masks of the blocks being emitted, outermost first
         # ids of the gang body's stores written as whole elements, and the
         # field vectors of each span waiting for the rest (whole_element_stores)
@@ -302,7 +306,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         """A gang body a break can leave: it runs under a mask of the lanes still
         going, which a break clears from its first breaking lane on (the scalar
         loop would never reach the later iterations); then no later gang runs."""
-        active = self.temp("a")
+        active = self.gang_mask = self.temp("a")
         self.loop_mask(active)
         self.loops.append((active, len(self.masks), stopped))
         self.under_mask(active, s.body)
@@ -343,7 +347,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         # Under a mask too: the local lives in the masked block, so what its
         # inactive lanes hold (pure ops of their own inputs) is never observed.
         if not self.varying_local(s.name):
-            assert self.mask is None, s  # a local set under a mask is varying
+            self.check_uniform(s)
             return super().stmt_Let(s)
         value = self.vector_expr(s.value) if s.value is not None else "{0}"
         c_name = self.bind(s.name)
@@ -353,7 +357,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
 
     def stmt_Assign(self, s: ir.Assign) -> None:
         if not self.varying_local(s.name):
-            assert self.mask is None, s  # a local assigned under a mask is varying
+            self.check_uniform(s)
             return super().stmt_Assign(s)
         value = self.vector_expr(s.value)
         c_name = self.lookup(s.name)
@@ -363,6 +367,13 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
             self.line(f"{c_name} = {value};")
         else:  # the inactive lanes keep their value
             self.line(f"{c_name} = {self.select(self.read(self.mask), value, self.read(c_name), s.value.width)};")
+
+    def check_uniform(self, s) -> None:
+        """A uniform local takes the same value in every lane, so it stays scalar.
+        The only mask it may be set under is the gang's own (the lanes still
+        going after a raise or a break): a lane that stopped never reads it
+        again.  Under any other mask the analysis makes the local varying."""
+        assert self.mask is None or self.mask == self.gang_mask, s
 
     def select(self, mask: str, new: str, old: str, width: Width) -> str:
         """Lanes of `new` where `mask` is set, of `old` elsewhere: a bitwise blend."""
@@ -650,6 +661,8 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         return self.named_typed(element, self.lanes_of(lane_c))
 
     def op(self, e: ir.Op) -> str:
+        if OPS[e.op].lane == SHORT_CIRCUIT and raises(e.args[1]):
+            return self.masked_short_circuit(e)
         if e.op in NATIVE:
             return self.native_op(e)
         if e.op in COMPARE:
@@ -669,6 +682,18 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
             rendering = rendering.literal_safe
         self.mod.use(rendering)
         return self.per_lane(e.width, rendering.scalar.format(*args))
+
+    def masked_short_circuit(self, e: ir.Op) -> str:
+        """`a and b` / `a or b` whose b can fail: b runs under the mask of the
+        active lanes that a leaves undecided (a true for `and`, false for `or`),
+        so a lane that a decided never raises in b."""
+        left = self.vector_expr(e.args[0])
+        undecided = left if OPS[e.op].base == "and" else f"~{left}"
+        outer = self.mask
+        self.mask = self.named(Width.BOOL, undecided if outer is None else f"{self.read(outer)} & {undecided}")
+        right = self.vector_expr(e.args[1])
+        self.mask = outer
+        return self.named(Width.BOOL, f"({left} {NATIVE[e.op][0]} {right})")
 
     def lane_call(self, e: ir.Op, form) -> str:
         """`nu_<op>xG(&r, &a, ...)`: the lane form of the op's helper (lane_helpers.py)."""

@@ -27,7 +27,7 @@ diff before committing it.
 
 Stages: `roundtrip` (IR text, parsed then printed), `lower` (Nupp source to
 IR), `verify` (IR to the verifier's inline rendering), `fold` (IR to folded
-IR), `emit_c` (IR to C), `lanes` (IR to the lane analysis's report).  A stage whose implementation does not exist yet raises
+IR), `emit_c` (IR to C), `emit_lane_c` (IR to lane C at gang 4), `lanes` (IR to the lane analysis's report).  A stage whose implementation does not exist yet raises
 `StageUnavailable`: its cases skip locally and fail under CI=true.  A user
 error (NuppError, IRSyntaxError) is the stage's output, rendered like a
 diagnostic `case.nupp:L:C: error: ...` / `case.ir:L:C: error: ...`.
@@ -252,6 +252,13 @@ def stage_emit_c(text: str) -> str:
     return error if error is not None else emit_module(module, "case.nupp").source
 
 
+def stage_emit_lane_c(text: str) -> str:
+    """IR in, the lane C translation unit at gang 4 out (emit_c/lane.py)."""
+    emit_lane_module = _lazy("nupp.emit_c.lane", "emit_lane_module")
+    module, error = _parse(text)
+    return error if error is not None else emit_lane_module(module, "case.nupp", gang=4).source
+
+
 def stage_lanes(text: str) -> str:
     """IR in, the lane rewrite out: its decision for each span loop (the `nupp
     emit --report` lines), then the lane IR at gang 8 (lane_rewrite/rewrite.py)."""
@@ -273,6 +280,7 @@ STAGES: dict[str, Callable[[str], str]] = {
     "verify": stage_verify,
     "fold": stage_fold,
     "emit_c": stage_emit_c,
+    "emit_lane_c": stage_emit_lane_c,
     "lanes": stage_lanes,
 }
 # Stages whose output (when it is not a diagnostic) is IR in printed form.
