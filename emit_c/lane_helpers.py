@@ -112,15 +112,18 @@ def _chunked(name: str, vector: str, element: str, arity: int, chunks, fallback:
     return "\n".join([_signature(name, vector, arity), "{", *_by_isa(g, chunks, chunk, fallback_lines), "}"]) + "\n"
 
 
-_MOVEMASK = ((16, "defined(__AVX512F__)", "__m512i", "_mm512_cmplt_epi32_mask(c, _mm512_setzero_si512())"),
-             (8, "defined(__AVX__)", "__m256i", "_mm256_movemask_ps((__m256)c)"),
+# No AVX-512 form: its compare gives a k-register mask, and GCC 12.2 spills
+# that 16 bits wide and reloads it 32 bits wide, so under register pressure
+# the lanes read back had stack garbage in bits 16..31 and a masked while
+# never ended (tests/gcc_kmask_spill.md).  vmovmskps writes a general register.
+_MOVEMASK = ((8, "defined(__AVX__)", "__m256i", "_mm256_movemask_ps((__m256)c)"),
              (4, "defined(__SSE__)", "__m128i", "_mm_movemask_ps((__m128)c)"))
 
 
 def lanes_helper(g: int) -> str:
     """`nu_lanes_xG(&mask)`: the sign bits of a mask's lanes as an unsigned, bit
-    k for lane k, by movemask where the target has it (SSE: 4 lanes, AVX: 8,
-    AVX-512: 16 at a time), else lane by lane."""
+    k for lane k, by movemask where the target has it (SSE: 4 lanes, AVX and
+    AVX-512: 8 at a time), else lane by lane."""
     def chunk(width, vtype, movemask):
         return [f"{vtype} c;", "memcpy(&c, (const int32_t *)m + k, sizeof c);",
                 f"bits |= (unsigned){movemask} << k;"]

@@ -749,22 +749,33 @@ def lane_ubsan_child(cc: str, out_dir: str, folder: str) -> None:
     """In a child process: the lane C of every BENCH and lane test kernel (G = 4
     and 8) built with UBSan, called through cffi on lane_cases' inputs; the
     outputs saved as .npy."""
-    import cffi
-
-    from nupp.runtime.native import build_library, find_toolchain
+    from nupp.runtime.native import find_toolchain
 
     toolchain = find_toolchain(cc, extra_flags=_ubsan_flags(cc) + LANE_UBSAN_EXTRA.get(cc, ()))
-    targets = write_test_kernels(Path(folder))
-    for gang in GANGS:
+    save_lane_outcomes(toolchain, Path(out_dir), write_test_kernels(Path(folder)), GANGS)
+
+
+def save_lane_outcomes(toolchain, out_dir: Path, targets: dict, gangs, wrapper=None) -> None:
+    """Each kernel's lane C at each gang, built with `toolchain`, called through
+    cffi on lane_cases' inputs: each call's status and spans saved as
+    `NAME-GANG-INDEX.status` / `-K.npy` (saved_outputs_match reads them).
+    `wrapper(cfunction) -> (C, its prototype, symbol)`: C appended to the unit,
+    whose function `symbol` (same parameters) is called instead."""
+    import cffi
+
+    from nupp.runtime.native import build_library
+
+    for gang in gangs:
         for name in sorted(targets):
             kernel = targets[name]
             source, module = compiled(kernel.path)
             cmodule = emit_lane_module(module, source.path, "nupp_", gang)
-            library = build_library(cmodule.source, toolchain, source.path)
-            ffi = cffi.FFI()
-            ffi.cdef(cmodule.cdef)
-            lib = ffi.dlopen(str(library))
             fn = next(f for f in cmodule.functions if f.name == kernel.function)
+            extra, prototype, symbol = wrapper(fn) if wrapper else ("", "", fn.symbol)
+            library = build_library(cmodule.source + extra, toolchain, source.path)
+            ffi = cffi.FFI()
+            ffi.cdef(cmodule.cdef + prototype)
+            entry = getattr(ffi.dlopen(str(library)), symbol)
             interp = load(str(kernel.path), mode="interp")  # the dtypes and the inputs only
             for index, (_, args) in enumerate(lane_cases(interp, kernel, gang)):
                 args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -773,10 +784,10 @@ def lane_ubsan_child(cc: str, out_dir: str, folder: str) -> None:
                     c_args += [ffi.cast("void *", a.ctypes.data), len(a)] if isinstance(a, np.ndarray) else [a]
                 if fn.result is not None:
                     c_args.append(ffi.new(f"{fn.result} *"))
-                status = getattr(lib, fn.symbol)(*c_args)
+                status = entry(*c_args)
                 for k, a in enumerate(a for a in args if isinstance(a, np.ndarray)):
-                    np.save(Path(out_dir) / f"{name}-{gang}-{index}-{k}.npy", a)
-                (Path(out_dir) / f"{name}-{gang}-{index}.status").write_text(str(status))
+                    np.save(out_dir / f"{name}-{gang}-{index}-{k}.npy", a)
+                (out_dir / f"{name}-{gang}-{index}.status").write_text(str(status))
 
 
 @pytest.mark.slow
