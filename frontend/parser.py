@@ -30,11 +30,10 @@ def _lark() -> Lark:
 
 
 def _grammar_cache() -> str | bool:
-    folder = cache_dir()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = cache_dir()  # created private; refused (an OSError) if another user could write to it
     except OSError:
-        return False  # an unwritable cache only costs time
+        return False  # an unusable cache only costs time (and a pickle from an unsafe one is not loaded)
     return str(folder / "grammar.lark-cache")
 
 

@@ -3,9 +3,16 @@
 The package face: the version and the public Python API.  The pipeline
 stages live in sibling subpackages (``nupp.frontend``, ``nupp.scalar_ir``,
 ...), one per directory at the repository's top level.
+
+Errors a caller of the API may catch: ``nupp.NuppError`` (the program is
+wrong: diagnostics), ``nupp.NuppRuntimeError`` (a call raised: a refused
+argument, a failed assert), ``nupp.NuppEnvironmentError`` (no usable cache
+folder or C compiler; the message names the fix).
 """
 
 __version__ = "0.1.0"
+
+from nupp.paths import NuppEnvironmentError  # noqa: E402  (light: the API's heavy imports wait for load)
 
 
 def load(path, mode: str = "lane", cc: str = "gcc", gang=None, tier=None):
@@ -13,3 +20,13 @@ def load(path, mode: str = "lane", cc: str = "gcc", gang=None, tier=None):
     (see nupp.runtime.api)."""
     from nupp.runtime.api import load as _load
     return _load(path, mode, cc, gang, tier)
+
+
+def __getattr__(name: str):
+    if name == "NuppRuntimeError":
+        from nupp.runtime.api import NuppRuntimeError
+        return NuppRuntimeError
+    if name == "NuppError":
+        from nupp.frontend.diagnostics import NuppError
+        return NuppError
+    raise AttributeError(f"module 'nupp' has no attribute '{name}'")

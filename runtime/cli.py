@@ -11,14 +11,17 @@
                                                   lane C against scalar C and hand-written C
     nupp --version
 
-Exit status: 0 success, 1 the program or its source is wrong, 2 bad usage,
-70 an internal error (a bug in nupp).  A Python traceback never reaches the
+Exit status: 0 success, 1 the program or its source is wrong, 2 bad usage or
+an environment fault (no usable cache folder or C compiler, an unwritable
+output; the message names the fix), 70 an internal error (a bug in nupp),
+130 interrupted, 141 the reader of the output went away (as SIGPIPE).  A Python traceback never reaches the
 user unless NUPP_DEBUG=1 asks for it.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -30,11 +33,12 @@ from nupp.frontend.to_lua import translate
 from nupp.pipeline import STAGES, compile_module
 from nupp.emit_c.lane import GANGS
 from nupp.emit_c.tiers import TIER_NAMES, TierError
+from nupp.paths import NuppEnvironmentError
 from nupp.runtime.host import MODES, Host, LuaRunError, display_path
 from nupp.scalar_ir.text import print_module
 
 GANG_CHOICES = tuple(map(str, GANGS))
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 70, 130, 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,8 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return COMMANDS[args.command](args)
-    except (_UsageError, TierError) as err:
+        status = COMMANDS[args.command](args)
+        _flush_output()
+        return status
+    except _OutputError as err:
+        return _output_failed(args.command, err.__cause__)
+    except (_UsageError, TierError, NuppEnvironmentError) as err:
         print(f"nupp {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except NuppError as err:
@@ -189,6 +197,38 @@ class _UsageError(Exception):
     """Bad command-line usage found after argparse (exit status 2)."""
 
 
+class _OutputError(Exception):
+    """Writing to standard output failed (its cause: the OSError)."""
+
+
+def _write_output(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+    except OSError as err:
+        raise _OutputError() from err
+    _flush_output()
+
+
+def _flush_output() -> None:
+    try:
+        sys.stdout.flush()
+    except OSError as err:
+        raise _OutputError() from err
+
+
+def _output_failed(command: str, err: OSError) -> int:
+    # What is still buffered can never be written: drop it, or Python's own
+    # flush at exit would fail again with a traceback-like complaint.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    if err.errno == errno.EPIPE:  # the reader went away (`nupp emit --c m.nupp | head`): nothing to say
+        return EXIT_BROKEN_PIPE
+    print(f"nupp {command}: error: cannot write the output: {err.strerror or err}; "
+          "write it to a file or device with room", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def cmd_run(args) -> int:
     _take_run_options(args)
     mode = _run_mode(args)
@@ -217,19 +257,19 @@ def cmd_emit(args) -> int:
     if args.gang and not (args.c or args.report or args.after == "lanes"):
         raise _UsageError("--gang goes with --c, --report or --ir --after lanes")
     if args.ir:
-        sys.stdout.write(print_module(compile_module(source, after=args.after, gang=gang)))
+        _write_output(print_module(compile_module(source, after=args.after, gang=gang)))
     elif args.c and args.gang:
         from nupp.emit_c.lane import emit_lane_module
-        sys.stdout.write(emit_lane_module(compile_module(source), source.path, gang=gang).source)
+        _write_output(emit_lane_module(compile_module(source), source.path, gang=gang).source)
     elif args.c:
         from nupp.emit_c.scalar import emit_module
-        sys.stdout.write(emit_module(compile_module(source), source.path).source)
+        _write_output(emit_module(compile_module(source), source.path).source)
     elif args.report:
         from nupp.lane_rewrite.report import render_report
         module = compile_module(source)
-        sys.stdout.write(render_report(module, source.path, int(args.gang) if args.gang else None))
+        _write_output(render_report(module, source.path, int(args.gang) if args.gang else None))
     else:
-        sys.stdout.write(translate(source))
+        _write_output(translate(source))
     return EXIT_OK
 
 

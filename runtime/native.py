@@ -18,8 +18,16 @@ compiler version, nupp's flags, nupp version) and kept under the cache folder
 Writes go to a temporary file in the same folder and are renamed into place,
 so two processes building the same module concurrently both succeed and
 neither ever loads a torn library.  A library whose hash does not match its
-manifest is corrupt: it is rebuilt.  When the compiler fails (nupp's bug, not
-the user's), the failing unit's C is kept and its path reported.
+manifest is corrupt, and one that is not a private file of the current user
+is not trusted: either is rebuilt.  The folder itself is private (0700) and
+refused when another user could write to it (nupp/paths.py).
+
+Units are compiled as C whatever the driver (`-x c`: `g++` or `clang++` would
+compile them as C++ and mangle the names LuaJIT binds).  When the compiler
+fails, a probe tells whose fault it is: if it cannot build a trivial library
+either, the compiler or the machine is broken (NuppEnvironmentError, naming
+the fix); otherwise it is nupp's bug, and the failing unit's C is kept and
+its path reported (InternalError).
 """
 
 from __future__ import annotations
@@ -37,12 +45,15 @@ from pathlib import Path
 
 import nupp
 from nupp.frontend.diagnostics import InternalError
-from nupp.paths import cache_dir
+from nupp.paths import (PRIVATE_MODE, NuppEnvironmentError, cache_dir, is_private_file, private_dir,
+                        writing_to_cache)
 
 # -ffp-contract=off: every binary64 operation rounds once, as LuaJIT computes it.
 # Never fast math.  These go to every compile and to the link.
 BASE_FLAGS = ("-std=c11", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-fPIC")
 COMPILERS = ("gcc", "clang")
+# the fix for every compiler fault
+PICK_A_COMPILER = "install gcc or clang, or name a working C compiler (--cc, or cc= of nupp.load)"
 
 
 @dataclass(frozen=True)
@@ -72,9 +83,12 @@ def find_toolchain(cc: str = "gcc", extra_flags: tuple[str, ...] = ()) -> Toolch
     """The compiler named `cc` (gcc, clang, or a path), with its version."""
     path = shutil.which(cc)
     if path is None:
-        raise InternalError("native", f"the C compiler '{cc}' was not found on PATH; "
-                            "install it or pick another with --cc")
-    probe = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+        where = "is not an executable file" if os.sep in cc else "was not found on PATH"
+        raise NuppEnvironmentError(f"the C compiler '{cc}' {where}; {PICK_A_COMPILER}")
+    try:
+        probe = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+    except OSError as err:
+        raise _cannot_run(path, err) from None
     version = probe.stdout.splitlines()[0] if probe.stdout else "unknown"
     return Toolchain(os.path.realpath(path), version, BASE_FLAGS + tuple(extra_flags))
 
@@ -94,22 +108,24 @@ def build_library(c_source: str, toolchain: Toolchain, label: str = "module") ->
 def build_units(units: Sequence[Unit], toolchain: Toolchain, label: str = "module") -> Path:
     """The shared library of `units`, from the cache or freshly compiled and linked."""
     folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     key = cache_key(units, toolchain)
     library = folder / f"{key}.so"
     manifest = folder / f"{key}.json"
     if _intact(library, manifest):
         return library
-    _compile(units, toolchain, folder, library, label)
-    _write_atomically(manifest, json.dumps({
-        "key": key, "label": label, "cc": toolchain.path, "version": toolchain.version,
-        "flags": list(toolchain.flags), "units": [{"name": u.name, "flags": list(u.flags)} for u in units],
-        "nupp": nupp.__version__, "sha256": _sha256(library),
-    }, indent=1).encode())
+    with writing_to_cache(folder):
+        _compile(units, toolchain, folder, library, label)
+        _write_atomically(manifest, json.dumps({
+            "key": key, "label": label, "cc": toolchain.path, "version": toolchain.version,
+            "flags": list(toolchain.flags), "units": [{"name": u.name, "flags": list(u.flags)} for u in units],
+            "nupp": nupp.__version__, "sha256": _sha256(library),
+        }, indent=1).encode())
     return library
 
 
 def _intact(library: Path, manifest: Path) -> bool:
+    if not (is_private_file(library) and is_private_file(manifest)):
+        return False  # never load what another user could have written
     try:
         recorded = json.loads(manifest.read_text())["sha256"]
         return _sha256(library) == recorded
@@ -122,36 +138,77 @@ def _sha256(path: Path) -> str:
 
 
 def _compile(units: Sequence[Unit], toolchain: Toolchain, folder: Path, library: Path, label: str) -> None:
-    """Compile every unit to an object at once (a cold tiered build uses every core), link them."""
     with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as tmp:
-        objects = []
-        compiles = []
-        for unit in units:
-            c_file = Path(tmp) / f"{unit.name}.c"
-            c_file.write_text(unit.source)
-            objects.append(str(c_file.with_suffix(".o")))
-            compiles.append([toolchain.path, *toolchain.flags, *unit.flags, "-c", "-o", objects[-1], str(c_file)])
-        for unit, (returncode, stderr) in zip(units, _run_all(compiles)):
-            if returncode != 0:
-                kept = _keep_failed_source(unit.source, folder, label)
-                raise InternalError("emit_c", f"{toolchain.name} could not compile the C generated for {label}"
-                                    f"{'' if len(units) == 1 else f' ({unit.name})'}; the C is kept at {kept}\n"
-                                    f"{stderr.strip()[:4000]}")
+        failure = _build_in(Path(tmp), units, toolchain)
+        if failure is not None:
+            _check_compiler_works(toolchain, Path(tmp))
+            raise _nupp_bug(failure, units, toolchain, folder, label)
         out = Path(tmp) / "library.so"
-        ((returncode, stderr),) = _run_all([[toolchain.path, *toolchain.flags, "-shared", "-o", str(out),
-                                             *objects, "-lm"]])
-        if returncode != 0:
-            raise InternalError("native", f"{toolchain.name} could not link the library of {label}\n"
-                                f"{stderr.strip()[:4000]}")
+        os.chmod(out, PRIVATE_MODE)
         # rename within one folder: atomic, so no process ever loads a torn library
         os.replace(out, library)
 
 
+def _build_in(folder: Path, units: Sequence[Unit], toolchain: Toolchain) -> tuple[Unit | None, str] | None:
+    """Compile every unit to an object at once (a cold tiered build uses every core) and link them
+    into folder/library.so.  On failure: the unit that failed (None: the link) and the compiler's words."""
+    objects, compiles = [], []
+    for unit in units:
+        c_file = folder / f"{unit.name}.c"
+        c_file.write_text(unit.source)
+        objects.append(str(c_file.with_suffix(".o")))
+        compiles.append([toolchain.path, *toolchain.flags, *unit.flags, "-c", "-o", objects[-1],
+                         "-x", "c", str(c_file)])
+    for unit, (returncode, stderr) in zip(units, _run_all(compiles)):
+        if returncode != 0:
+            return unit, stderr
+    ((returncode, stderr),) = _run_all([[toolchain.path, *toolchain.flags, "-shared",
+                                         "-o", str(folder / "library.so"), *objects, "-lm"]])
+    return None if returncode == 0 else (None, stderr)
+
+
+PROBE = Unit("probe", "int nupp_probe(void) { return 0; }\n")
+
+
+def _check_compiler_works(toolchain: Toolchain, folder: Path) -> None:
+    """NuppEnvironmentError if the compiler cannot build even a trivial library with nupp's flags."""
+    probe = folder / "probe"
+    probe.mkdir()
+    failure = _build_in(probe, (PROBE,), toolchain)
+    if failure is not None:
+        raise NuppEnvironmentError(
+            f"the C compiler '{toolchain.path}' cannot build a shared library from C with nupp's flags "
+            f"({' '.join(toolchain.flags)}); {PICK_A_COMPILER}" + _quoted(failure[1]))
+
+
+def _nupp_bug(failure: tuple[Unit | None, str], units: Sequence[Unit], toolchain: Toolchain, folder: Path,
+              label: str) -> InternalError:
+    unit, stderr = failure
+    if unit is None:
+        return InternalError("native", f"{toolchain.name} could not link the library of {label}" + _quoted(stderr))
+    kept = _keep_failed_source(unit.source, folder, label)
+    return InternalError("emit_c", f"{toolchain.name} could not compile the C generated for {label}"
+                         f"{'' if len(units) == 1 else f' ({unit.name})'}; the C is kept at {kept}" + _quoted(stderr))
+
+
+def _quoted(compiler_output: str) -> str:
+    """The compiler's own words, on the lines after a message (at most 4000 characters)."""
+    text = compiler_output.strip()[:4000]
+    return "\n" + text if text else ""
+
+
 def _run_all(commands: list[list[str]]) -> list[tuple[int, str]]:
     """Run the compiler commands concurrently; each one's exit status and error output."""
-    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                 for command in commands]
+    try:
+        processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                     for command in commands]
+    except OSError as err:
+        raise _cannot_run(commands[0][0], err) from None
     return [_finished(p) for p in processes]
+
+
+def _cannot_run(path: str, err: OSError) -> NuppEnvironmentError:
+    return NuppEnvironmentError(f"cannot run the C compiler '{path}': {err.strerror or err}; {PICK_A_COMPILER}")
 
 
 def _finished(process: subprocess.Popen) -> tuple[int, str]:
@@ -160,8 +217,7 @@ def _finished(process: subprocess.Popen) -> tuple[int, str]:
 
 
 def _keep_failed_source(c_source: str, folder: Path, label: str) -> Path:
-    failed = folder / "failed"
-    failed.mkdir(exist_ok=True)
+    failed = private_dir(folder / "failed")
     path = failed / f"{hashlib.sha256(c_source.encode()).hexdigest()[:16]}-{Path(label).stem}.c"
     path.write_text(c_source)
     return path
