@@ -480,6 +480,8 @@ C_OPS.update({
     "widen.i32.i64": _r("((int64_t){0})"),
     "widen.u32.i64": _r("((int64_t){0})"),
     "widen.u32.u64": _r("((uint64_t){0})"),
+    "trunc.i64.i32": _r("((int32_t){0})"),       # the low 32 bits, modular as the signed wraps
+    "trunc.u64.i32": _r("((int32_t){0})"),
     "bits.f32.u32": _call("nu_bits_f32", 1),
     "frombits.u32.f32": _call("nu_frombits_f32", 1),
 })

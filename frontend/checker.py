@@ -1,10 +1,13 @@
 """The checker: every rule of LANGUAGE.md sections 2 to 6, lowering as it goes.
 
-`check_module(source, chunk)` finds the module's `@aot` functions and, for
-each, either reports precise diagnostics or builds its scalar IR.  Typing and
-lowering are one recursion: checking an expression returns the IR expression
-that computes it, whose `.width` is the expression's width and in which every
-conversion is an explicit op.  All diagnostics of a file are collected.
+`check_module(source, chunk)` validates the module (validate.py), finds its
+`@aot` functions and, for each, either reports precise diagnostics or builds
+its scalar IR.  Typing and lowering are one recursion: checking an expression
+returns the IR expression that computes it, whose `.width` is the
+expression's width and in which every conversion is an explicit op.  All
+diagnostics of a file are collected, validate.py's with the checker's; every
+rule of the verifier that a source program could break is a diagnostic here
+first (tests/test_checker_gaps.py maps each rule to its diagnostic).
 
 Where an expression is refused, an `Invalid` placeholder stands in for it so
 checking continues without a cascade of follow-on errors.
@@ -13,14 +16,16 @@ checking continues without a cascade of follow-on errors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 from nupp.frontend import ast
 from nupp.frontend.diagnostics import Diagnostic, NuppError, Source
 from nupp.frontend.literals import read_numeral
 from nupp.frontend.types import SPAN_KINDS
+from nupp.frontend.validate import validation_diagnostics
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, arith_op, compare_op
+from nupp.scalar_ir.walk import subexprs
 from nupp.scalar_ir.widths import (CONVERSIONS, FIELD_STORAGE, TYPE_WIDTHS, Width, conversion_name,
                                    integer_fits)
 
@@ -117,7 +122,7 @@ class FunctionState:
     scopes: list[dict[str, Binding]] = field(default_factory=lambda: [{}])
     used_names: set[str] = field(default_factory=set)
     loops: list[Optional[ir.For]] = field(default_factory=list)   # enclosing loops; For or None (while)
-    counters: list[tuple[str, str]] = field(default_factory=list)  # (ir counter, bound span or "")
+    counters: list["Counter"] = field(default_factory=list)        # enclosing counted loops' counters
     seen_loop: bool = False
     source_names: frozenset = frozenset()  # every identifier of the function's source
     equal_lengths: dict[str, str] = field(default_factory=dict)   # union-find over span names
@@ -151,6 +156,20 @@ class FunctionState:
             span = self.equal_lengths[span]
         return span
 
+    def counter(self, ir_name: str) -> "Counter":
+        return next(c for c in self.counters if c.ir_name == ir_name)
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A counted loop's counter and what its bounds prove (the verifier's `bounds` rule)."""
+
+    ir_name: str
+    loop: ast.NumericFor
+    bound: str          # the span whose length bounds the loop, in a shape that keeps
+                        # every index in bounds (from 1 up to #s, or from #s down to 1); "" if none
+    over_spans: bool    # the bounds read a span's length: no `return` inside
+
 
 # ---- the checker ---------------------------------------------------------------------------
 
@@ -161,12 +180,16 @@ class Checker:
         self.aliases: dict[str, tuple[str, ...]] = {}
         self.structs: dict[str, ir.StructDef] = {}
         self.functions: dict[str, ir.Function] = {}
-        self.signatures: dict[str, tuple[tuple[ir.Param, ...], Optional[Width]]] = {}
+        self.signatures: dict[str, tuple[tuple[ir.Param, ...], Optional[Width]]] = {}  # callable by name
+        self.definitions: dict[str, object] = {}  # every @aot function by name: its definition
+        self.unusable: set[str] = set()           # @aot functions whose signature validate.py refused
+        self.hidden_by: dict[str, object] = {}    # an @aot name -> the top-level declaration hiding it
+        self.callees: dict[str, ast.Call] = {}    # @aot functions called from @aot code: the first call
         self.fs: FunctionState | None = None
 
     # ---- diagnostics
     def error(self, node, message: str, hint: str | None = None) -> None:
-        span = node.span
+        span = node if isinstance(node, ast.Span) else node.span
         self.diagnostics.append(Diagnostic(self.source, span.line, span.col, message, hint))
 
     def refuse(self, node, message: str, hint: str | None = None):
@@ -175,19 +198,49 @@ class Checker:
 
     # ---- module
     def module(self, chunk: ast.Chunk) -> ir.Module:
+        self.diagnostics.extend(validation_diagnostics(self.source, chunk))
         for stat in chunk.body.stats:
             self.module_statement(stat)
+        self.refuse_reassigned_callees(chunk)
         if self.diagnostics:
             raise NuppError(sorted(self.diagnostics, key=lambda d: (d.line, d.col)))
         return ir.Module(tuple(self.structs.values()), tuple(self.functions.values()))
 
     def module_statement(self, stat) -> None:
+        if isinstance(stat, (ast.LocalFunction, ast.FunctionStat)) and _aot_attribute(stat):
+            self.aot_function(stat)
+            return
         if isinstance(stat, ast.StructDecl):
-            self.structs[stat.name] = ir.StructDef(stat.name, tuple((f.name, f.type.name) for f in stat.fields))
+            self.struct_declaration(stat)
         elif isinstance(stat, ast.Local):
             self.module_aliases(stat)
-        elif isinstance(stat, (ast.LocalFunction, ast.FunctionStat)) and _aot_attribute(stat):
-            self.aot_function(stat)
+        for name in _declared_names(stat):
+            self.hide(name, stat)
+
+    def struct_declaration(self, stat: ast.StructDecl) -> None:
+        # validate.py reports a repeated name or an unknown field type; such a
+        # struct stays unknown here, so functions over it are skipped quietly
+        if stat.name in self.structs or any(f.type.name not in FIELD_STORAGE for f in stat.fields):
+            return
+        self.structs[stat.name] = ir.StructDef(stat.name, tuple((f.name, f.type.name) for f in stat.fields))
+
+    def hide(self, name: str, declaration) -> None:
+        """A top-level declaration hides an @aot function of its name from the code after it."""
+        if name in self.signatures or name in self.unusable:
+            self.signatures.pop(name, None)
+            self.unusable.discard(name)
+            self.hidden_by[name] = declaration
+
+    def refuse_reassigned_callees(self, chunk: ast.Chunk) -> None:
+        """Compiled @aot code calls its @aot callees directly, ordinary code through
+        their names: assigning such a name would make the two run different functions."""
+        called = {name: stat for name, stat in self.definitions.items() if name in self.callees}
+        for name, target in _assignments_after_definitions(chunk.body, called):
+            call = self.callees[name]
+            self.error(target, f"'{name}' is assigned here, but @aot code calls the @aot function "
+                       f"'{name}' (the call at {_position(call)})",
+                       "assign another name: calls between @aot functions are fixed when they are "
+                       "compiled, so native and ordinary execution would run different functions")
 
     def module_aliases(self, stat: ast.Local) -> None:
         # `local span = nupp.mem.span`, `local f32 = nupp.math.f32`: resolved at compile time
@@ -210,11 +263,16 @@ class Checker:
     def aot_function(self, stat) -> None:
         name = stat.name if isinstance(stat, ast.LocalFunction) else ".".join(stat.path)
         if isinstance(stat, ast.FunctionStat) and (len(stat.path) > 1 or stat.method):
-            self.error(stat, f"@aot function '{name}' must be a plain name at module top level",
-                       "write `@aot local function name(...)`")
+            return  # validate.py refuses it
+        first = self.definitions.setdefault(name, stat)
+        if first is not stat:
+            self.error(stat, f"@aot function '{name}' is defined a second time (the first is at {_position(first)})",
+                       "rename one of them: a module's @aot functions are compiled by name, so the second "
+                       "would silently replace the first")
             return
         params = tuple(self.parameter(p) for p in stat.func.params)
-        if any(p is None for p in params):
+        if any(p is None for p in params) or not _known_result(stat.func):
+            self.unusable.add(name)  # validate.py reports why
             return
         result = self.result_width(stat.func.returns)
         self.signatures[name] = (params, result)
@@ -226,6 +284,12 @@ class Checker:
         body = self.block_stmts(stat.func.body)
         vectorize = all(not (k == "vectorize" and isinstance(v, ast.Bool) and not v.value)
                         for attr in stat.attributes for k, v in attr.args)
+        if result is not None and _can_complete(body):
+            end = stat.span
+            self.error(ast.Span(end.end_line, end.end_col - len("end"), end.end_line, end.end_col),
+                       f"'{name}' can reach its end without returning {_a(result)}",
+                       "return a value on every path: add a return before this `end` "
+                       "(a loop's body may run zero times)")
         self.functions[name] = ir.Function(name, params, result, body, alias_matrix(params),
                                            vectorize, _loc(stat))
         self.fs = None
@@ -386,7 +450,7 @@ class Checker:
         call = s.call
         if isinstance(call, ast.Call) and self.dotted_path(call.func) == ("assert",):
             return self.assert_statement(call)
-        expr = self.expr(s.call)
+        expr = self.call(call) if isinstance(call, ast.Call) else self.expr(call)
         if isinstance(expr, ir.Call):
             return [ir.Eval(expr, _loc(s))]
         if not isinstance(expr, Invalid):
@@ -413,10 +477,10 @@ class Checker:
         start = self.i32_operand(s.start, "the loop's start")
         stop = self.i32_operand(s.stop, "the loop's bound")
         counter = self.fs.fresh(s.var)
-        bound = stop.span if isinstance(stop, ir.Len) else ""
+        over_spans = any(isinstance(x, ir.Len) for bound in (start, stop) for x in subexprs(bound))
         self.fs.seen_loop = True
         self.fs.scopes.append({s.var: Binding("counter", counter, I32)})
-        self.fs.counters.append((counter, bound))
+        self.fs.counters.append(Counter(counter, s, _length_bound(start, stop, step), over_spans))
         loop = ir.For(counter, start, stop, step, (), _loc(s))
         self.fs.loops.append(loop)
         try:
@@ -433,9 +497,12 @@ class Checker:
         value = node.operand if isinstance(node, ast.UnOp) and node.op == "-" else node
         if isinstance(value, ast.Number):
             n = read_numeral(value.raw)
-            if n.is_integer and n.suffix == "" and n.as_int() != 0:
-                return -n.as_int() if value is not node else n.as_int()
-        self.error(node, "the step of a counted loop must be a non-zero integer literal")
+            if n.is_integer and n.suffix == "":
+                step = -n.as_int() if value is not node else n.as_int()
+                if step != 0 and integer_fits(step, I32):
+                    return step
+        self.error(node, "the step of a counted loop must be a non-zero int32 literal",
+                   "the loop counter is int32: write a step from -2147483648 to 2147483647, not 0")
         raise CheckError
 
     def i32_operand(self, node, what: str) -> ir.Expr:
@@ -476,7 +543,7 @@ class Checker:
         return [ir.Break(_loc(s))]
 
     def stat_Return(self, s: ast.Return) -> list:
-        if any(bound for _, bound in self.fs.counters):
+        if any(c.over_spans for c in self.fs.counters):
             self.error(s, "return inside a loop over spans is outside the AOT subset",
                        "set a local and break, then return after the loop")
             return []
@@ -529,7 +596,11 @@ class Checker:
         return [ir.Assert(cond, _string_value(call.args[1].raw), _loc(call))]
 
     def record_length_equality(self, cond) -> None:
-        if (isinstance(cond, ir.Op) and cond.op == "eq.i32"
+        """`#a == #b`, alone or as a conjunct of `and`, proves a and b equal in length."""
+        if isinstance(cond, ir.Op) and cond.op == "and.bool":
+            for conjunct in cond.args:
+                self.record_length_equality(conjunct)
+        elif (isinstance(cond, ir.Op) and cond.op == "eq.i32"
                 and all(isinstance(a, ir.Len) for a in cond.args)):
             a, b = (self.fs.length_class(x.span) for x in cond.args)
             if a != b:
@@ -551,7 +622,8 @@ class Checker:
             return []
         result = self.declared_width(name)
         arms = list(sw.arms) + [sw.otherwise]
-        cases = [self.switch_cases(arm, selector.width) for arm in sw.arms]
+        first_of: dict[int, ast.Pattern] = {}  # each label's first case
+        cases = [self.switch_cases(arm, selector.width, first_of) for arm in sw.arms]
         values = [self.switch_arm_value(arm) for arm in arms]
         if result is None:
             result = self.common_width(values, sw)
@@ -575,7 +647,7 @@ class Checker:
         return [ir.Let(sel_name, selector.width, selector, _loc(sw)),
                 ir.Let(result_name, result, None, _loc(name)), *chain]
 
-    def switch_cases(self, arm: ast.SwitchArm, width: Optional[Width]) -> list[int | float]:
+    def switch_cases(self, arm: ast.SwitchArm, width: Optional[Width], first_of: dict) -> list[int | float]:
         labels = []
         for p in arm.patterns:
             if p.kind != "number":
@@ -590,6 +662,11 @@ class Checker:
             if width in (I32, U32) and not integer_fits(value, width):
                 self.error(p, f"the case {p.raw} does not fit the selector's width {_width_name(width)}")
                 raise CheckError
+            if value in first_of:
+                self.error(p, f"the case {p.raw} repeats the case at {_position(first_of[value])}",
+                           "remove it: the first case that matches is the one chosen, so this one never is")
+                raise CheckError
+            first_of[value] = p
             labels.append(value if width != F64 else float(value))
         return labels
 
@@ -710,14 +787,31 @@ class Checker:
         return span.span, counter.ir_name
 
     def check_bound(self, e: ast.Index, span: ir.Param, counter: str) -> None:
-        bound = dict(self.fs.counters).get(counter, "")
-        if bound and self.fs.length_class(bound) == self.fs.length_class(span.name):
+        loop = self.fs.counter(counter)
+        bound = loop.bound
+        if not bound:
+            self.error(e, f"'{span.name}' is indexed by a loop not proven to stay in its bounds: "
+                       f"the loop at {_position(loop.loop)} runs {self.loop_range(loop.loop)}",
+                       f"index spans in a loop from 1 up to #{span.name} "
+                       f"(or from #{span.name} down to 1 with a negative step)")
+            raise CheckError
+        if self.fs.length_class(bound) == self.fs.length_class(span.name):
             return
-        loop = f"#{bound}" if bound else "its bound"
-        self.error(e, f"'{span.name}' is not proven at least as long as the loop's bound ({loop})",
-                   f"loop to #{span.name}, or assert(#{span.name} == #{bound or '...'}, \"length mismatch\") "
+        self.error(e, f"'{span.name}' is not proven at least as long as the loop's bound (#{bound})",
+                   f"loop to #{span.name}, or assert(#{span.name} == #{bound}, \"length mismatch\") "
                    "before the loop")
         raise CheckError
+
+    def loop_range(self, loop: ast.NumericFor) -> str:
+        """`from 0 to #out step -1`, in the source's words."""
+        words = f"from {self.source_text(loop.start)} to {self.source_text(loop.stop)}"
+        return words + (f" step {self.source_text(loop.step)}" if loop.step is not None else "")
+
+    def source_text(self, node) -> str:
+        span = node.span
+        if span.line != span.end_line:
+            return "..."
+        return self.source.line_text(span.line)[span.col - 1:span.end_col - 1]
 
     def expr_UnOp(self, e: ast.UnOp):
         if e.op == "#":
@@ -791,8 +885,7 @@ class Checker:
             return lw
         if lw.is_signed == rw.is_signed:
             return I64 if lw.is_signed else U64
-        self.error(e, f"`{e.op}` mixes {_width_name(lw)} and {_width_name(rw)}",
-                   "convert one explicitly: nupp.math.u32.fromI32 / nupp.math.i32.fromU32, or widen both")
+        self.error(e, f"`{e.op}` mixes {_width_name(lw)} and {_width_name(rw)}", _mix_hint(lw, rw))
         return None
 
     def comparison(self, e: ast.BinOp, left, right):
@@ -810,24 +903,35 @@ class Checker:
     def bitwise(self, e: ast.BinOp, left, right):
         base = BITWISE_OPS[e.op]
         if base in ("shl", "shr"):
-            value = self.bit_operand(left, e.left, None)
-            count = self.bit_operand(right, e.right, I32)
-            if isinstance(value, Invalid) or isinstance(count, Invalid):
-                return Invalid(_loc(e))
-            count = self.convert(count, I32, e.right)
-            return self.op(arith_op(base, value.width), value, count, loc=e)
-        if isinstance(left, Literal) and not isinstance(right, Literal):
-            right = self.bit_operand(right, e.right, None)
-            left = self.bit_operand(left, e.left, right.width)
-        else:
-            left = self.bit_operand(left, e.left, None)
-            right = self.bit_operand(right, e.right, left.width)
-        if isinstance(left, Invalid) or isinstance(right, Invalid):
+            return self.shift(e, base, left, right)
+        width = self.bitwise_width(e, left, right)
+        if width is None:
             return Invalid(_loc(e))
-        if left.width != right.width:
-            return self.refuse(e, f"`{e.op}` mixes {_width_name(left.width)} and {_width_name(right.width)}",
-                               "bitwise operands are both 32-bit, or both int64, or both uint64")
-        return self.op(arith_op(base, left.width), left, right, loc=e)
+        return self.op(arith_op(base, width), self.bit_operand(left, e.left, width),
+                       self.bit_operand(right, e.right, width), loc=e)
+
+    def shift(self, e: ast.BinOp, base: str, left, right):
+        value = self.bit_operand(left, e.left, None)
+        count = self.bit_operand(right, e.right, None)
+        if isinstance(value, Invalid) or isinstance(count, Invalid):
+            return Invalid(_loc(e))
+        if count.width != I32:  # any integer counts by its low 5 or 6 bits: its low 32 hold them
+            count = self.op(conversion_name(count.width, I32), count, loc=e.right)
+        return self.op(arith_op(base, value.width), value, count, loc=e)
+
+    def bitwise_width(self, e: ast.BinOp, left, right) -> Optional[Width]:
+        """The width of `&`, `|`, `~`: int32 for 32-bit operands; int64 or uint64 when
+        an operand is, a 32-bit operand of that signedness widening to it."""
+        ints = [v.width for v in (left, right)
+                if not isinstance(v, Literal) and v.width is not None and v.width.is_int]
+        wide = [w for w in ints if w in (I64, U64)]
+        if not wide:
+            return I32
+        if any(w.is_signed != wide[0].is_signed for w in ints):
+            lw, rw = ints
+            self.error(e, f"`{e.op}` mixes {_width_name(lw)} and {_width_name(rw)}", _mix_hint(lw, rw))
+            return None
+        return wide[0]
 
     def bitwise_not(self, e: ast.UnOp, operand):
         value = self.bit_operand(operand, e.operand, None)
@@ -835,23 +939,25 @@ class Checker:
             return value
         return self.op(arith_op("bnot", value.width), value, loc=e)
 
-    def bit_operand(self, value, node, want: Optional[Width]):
-        """A bitwise operand: 32-bit values normalize to int32; 64-bit keep their width."""
+    def bit_operand(self, value, node, width: Optional[Width]):
+        """A bitwise operand at `width`: int32, to which 32-bit values normalize, or
+        int64 / uint64, to which a 32-bit value of its signedness widens; None: the
+        operand's own (int32 for 32-bit values)."""
         if isinstance(value, Literal):
             if not value.is_integer:
                 return self.refuse(node, f"the bitwise operand {_literal_text(value)} is not an integer")
             n = int(value.value)
-            if want in (I64, U64):
-                return self.literal_const(value, want)
+            if width in (I64, U64):
+                return self.literal_const(value, width)
             if not -(1 << 31) <= n <= (1 << 32) - 1:
                 return self.refuse(node, f"the literal {_literal_text(value)} does not fit 32 bits")
             return ir.Const(((n + (1 << 31)) % (1 << 32)) - (1 << 31), I32, value.loc)
-        if value.width in (None,):
+        if value.width is None:
             return Invalid(value.loc)
+        if value.width in (I32, U32) and width in (I64, U64):
+            return self.convert(value, width, node)  # bitwise_width checked the signedness
         if value.width == U32:
             return self.op("reinterpret.u32.i32", value, loc=node)
-        if want in (I64, U64) and value.width in (I32, U32) and (want == I64) == value.width.is_signed:
-            return self.convert(value, want, node)
         if value.width in (I32, I64, U64):
             return value
         hint = "wrap it first: nupp.math.i32.wrap(x)" if value.width == F64 else None
@@ -873,20 +979,46 @@ class Checker:
 
     # ---- calls
     def expr_Call(self, e: ast.Call):
+        """A call as a value: it must return one."""
+        value = self.call(e)
+        if isinstance(value, ir.Call) and value.width is None:
+            return self.refuse(e, f"'{value.func}' returns nothing, so its call is not a value",
+                               "call it as a statement")
+        return value
+
+    def call(self, e: ast.Call):
         path = self.dotted_path(e.func)
         if path == ("assert",):
             self.error(e, "assert is a statement, not a value")
             raise CheckError
         if path in MATH_CALLS:
             return self.math_call(e, path)
-        if len(path) == 1 and self.fs and path[0] == self.fs.fn_name:
-            return self.refuse(e, f"'{path[0]}' calls itself: recursion is outside the AOT subset")
-        if len(path) == 1 and path[0] in self.signatures:
-            return self.function_call(e, path[0])
+        call = self.call_by_name(e, path[0]) if len(path) == 1 else None
+        if call is not None:
+            return call
         name = ".".join(path) if path else "this function"
         return self.refuse(e, f"the call to {name} is outside the AOT subset",
                            "an @aot function calls nupp.math.*, math.sqrt/abs/floor/ceil/min/max "
                            "and @aot functions defined earlier in the module")
+
+    def call_by_name(self, e: ast.Call, name: str):
+        """`f(...)`: a call of an @aot function defined earlier, which `f` must still
+        name here; None where `f` never named one."""
+        if self.fs.lookup(name) is not None:
+            return self.refuse(e.func, f"'{name}' is a local of '{self.fs.fn_name}', not a function")
+        if name == self.fs.fn_name:
+            return self.refuse(e, f"'{name}' calls itself: recursion is outside the AOT subset")
+        if name in self.signatures:
+            self.callees.setdefault(name, e)
+            return self.function_call(e, name)
+        if name in self.unusable:
+            return Invalid(_loc(e))  # its signature is reported
+        if name in self.hidden_by:
+            hider = self.hidden_by[name]
+            return self.refuse(e, f"'{name}' here is {_describe_declaration(hider)} at {_position(hider)}, "
+                               f"which hides the @aot function '{name}' at {_position(self.definitions[name])}",
+                               "rename one of them: @aot code calls only @aot functions")
+        return None
 
     def math_call(self, e: ast.Call, path) -> ir.Expr:
         opcode, widths = MATH_CALLS[path]
@@ -1034,7 +1166,8 @@ def alias_matrix(params) -> tuple[ir.AliasFact, ...]:
 
 
 def check_module(source: Source, chunk: ast.Chunk) -> ir.Module:
-    """The module's @aot functions as scalar IR, or NuppError with every diagnostic."""
+    """The module's @aot functions as scalar IR, or NuppError with every diagnostic
+    of the file: validate.py's and the checker's."""
     return Checker(source).module(chunk)
 
 
@@ -1095,6 +1228,20 @@ def _integer_hint(src: Width, dst: Width) -> str | None:
     return None
 
 
+def _mix_hint(a: Width, b: Width) -> str:
+    """How to bring integers of different signedness together (LANGUAGE.md section 4's conversions)."""
+    pair = {a, b}
+    if pair == {I32, U32}:
+        return ("reinterpret one with nupp.math.u32.fromI32(x) or nupp.math.i32.fromU32(x) (the same 32 bits), "
+                "or widen both to int64: `local w: int64 = x`")
+    if pair == {I32, U64}:
+        return "reinterpret the int32 with nupp.math.u32.fromI32 (the same 32 bits); it then widens to uint64"
+    if pair == {U32, I64}:
+        return "widen the uint32 to int64 first, exactly: `local w: int64 = x`"
+    return ("nothing converts between int64 and uint64 (their wrap functions take a binary64): "
+            "declare both operands with one signedness")
+
+
 def _round_f32(x: float) -> float:
     import struct
     try:
@@ -1111,6 +1258,118 @@ def _string_value(raw: str) -> str:
         except (ValueError, SyntaxError):
             return raw[1:-1]
     return raw.split("[", 2)[-1].rsplit("]", 2)[0]
+
+
+def _length_bound(start, stop, step: int) -> str:
+    """The span whose length bounds a loop that runs from a constant >= 1 up to
+    its length, or from its length down to a constant >= 1; "" for any other loop."""
+    from_length, other = (stop, start) if step > 0 else (start, stop)
+    if (isinstance(from_length, ir.Len) and isinstance(other, ir.Const) and other.width == I32
+            and other.value >= 1):
+        return from_length.span
+    return ""
+
+
+def _can_complete(body) -> bool:
+    """Whether control can fall off the end of a function body (the verifier's
+    missing-return rule: a loop's body may run zero times, and after
+    `while true` only the paths that break go on)."""
+    return _flow(body)[0]
+
+
+def _flow(stmts) -> tuple[bool, bool]:
+    """(control can fall off the end of stmts, a reachable break leaves the loop around them)."""
+    breaks = False
+    for s in stmts:
+        if isinstance(s, ir.Return):
+            return False, breaks
+        if isinstance(s, ir.Break):
+            return False, True
+        if isinstance(s, ir.If):
+            (then_ends, then_breaks), (else_ends, else_breaks) = _flow(s.then), _flow(s.orelse)
+            breaks = breaks or then_breaks or else_breaks
+            if not (then_ends or else_ends):
+                return False, breaks
+        elif isinstance(s, ir.While) and isinstance(s.cond, ir.Const) and s.cond.value is True:
+            if not _flow(s.body)[1]:
+                return False, breaks
+    return True, breaks
+
+
+def _known_result(func: ast.FuncBody) -> bool:
+    """Whether an @aot function's result type is one the checker knows (validate.py reports the others)."""
+    t = func.returns
+    return t is not None and not t.args and (t.name == "nil" or t.name in TYPE_WIDTHS)
+
+
+def _declared_names(stat) -> frozenset:
+    """The locals a statement declares for the statements after it in its block."""
+    if isinstance(stat, ast.Local):
+        return frozenset(p.name for p in stat.names)
+    if isinstance(stat, (ast.LocalFunction, ast.StructDecl)):
+        return frozenset((stat.name,))
+    return frozenset()
+
+
+def _assignments_after_definitions(block: ast.Block, definitions: dict) -> Iterator[tuple[str, object]]:
+    """(name, target) of each assignment, at any depth, to the name of an @aot
+    function of `definitions` where the name denotes that function: after its
+    definition, before a top-level declaration hides it, outside any scope
+    that declares the name anew."""
+    defined_by = {id(stat): name for name, stat in definitions.items()}
+    live: frozenset = frozenset()
+    for stat in block.stats:
+        yield from _assignments_to(stat, live)
+        live = live - _declared_names(stat)
+        if id(stat) in defined_by:
+            live = live | {defined_by[id(stat)]}
+
+
+def _assignments_to(node, live: frozenset) -> Iterator[tuple[str, object]]:
+    if not live:
+        return
+    if isinstance(node, ast.Block):
+        for stat in node.stats:
+            yield from _assignments_to(stat, live)
+            live = live - _declared_names(stat)
+        return
+    if isinstance(node, ast.Assign):
+        yield from ((t.id, t) for t in node.targets if isinstance(t, ast.Name) and t.id in live)
+    elif isinstance(node, ast.FunctionStat) and node.path[0] in live and len(node.path) == 1 and not node.method:
+        yield node.path[0], node  # `function f() end` assigns f
+    body_live = live - _body_names(node)
+    for f in fields(node):
+        for child in _child_nodes(getattr(node, f.name)):
+            yield from _assignments_to(child, body_live if isinstance(child, (ast.Block, ast.FuncBody)) else live)
+
+
+def _body_names(node) -> frozenset:
+    """The names a node declares for its body: a local function's own name, parameters, loop variables."""
+    if isinstance(node, ast.LocalFunction):
+        return frozenset((node.name,))
+    if isinstance(node, ast.FuncBody):
+        return frozenset(p.name for p in node.params)
+    if isinstance(node, ast.NumericFor):
+        return frozenset((node.var,))
+    if isinstance(node, ast.GenericFor):
+        return frozenset(node.names)
+    return frozenset()
+
+
+def _child_nodes(value) -> Iterator:
+    if isinstance(value, tuple):
+        for item in value:
+            yield from _child_nodes(item)
+    elif is_dataclass(value) and not isinstance(value, ast.Span):
+        yield value
+
+
+def _position(node) -> str:
+    return f"{node.span.line}:{node.span.col}"
+
+
+def _describe_declaration(node) -> str:
+    return {"LocalFunction": "the local function", "StructDecl": "the struct"}.get(type(node).__name__, "the local")
 
 
 def _describe_statement(stat) -> str:

@@ -28,7 +28,6 @@ from nupp.frontend.diagnostics import Source
 from nupp.frontend.parser import parse
 from nupp.frontend.printer import LuaWriter, lua_string
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
-from nupp.frontend.validate import validate
 
 NATIVE_MODULE = "__nupp_native"
 BIT_FUNCTIONS = {"&": "band", "|": "bor", "~": "bxor", "<<": "lshift", ">>": "rshift"}
@@ -51,8 +50,7 @@ def translate(source: Source, native: NativeModule | None = None) -> str:
     """Lua source for a Nupp module, line for line.  With `native`, its @aot
     functions call the compiled library; without, they run their IR as Lua."""
     chunk = parse(source)
-    validate(source, chunk)
-    module = check_module(source, chunk)
+    module = check_module(source, chunk)  # validates too: every diagnostic of the file at once
     lowered = ToLua(source, module, native).chunk(chunk)
     return LuaWriter().chunk(lowered)
 

@@ -19,10 +19,16 @@ from nupp.frontend.types import (ATTRIBUTE_KEYS, RESERVED_PREFIX, SCALAR_TYPES, 
 
 def validate(source: Source, chunk: ast.Chunk) -> None:
     """Raise NuppError listing every problem found, or return quietly."""
+    diagnostics = validation_diagnostics(source, chunk)
+    if diagnostics:
+        raise NuppError(sorted(diagnostics, key=lambda d: (d.line, d.col)))
+
+
+def validation_diagnostics(source: Source, chunk: ast.Chunk) -> list[Diagnostic]:
+    """Every problem found (the checker reports them with its own)."""
     checker = _Validator(source, top_level=chunk.body.stats)
     checker.visit(chunk)
-    if checker.diagnostics:
-        raise NuppError(sorted(checker.diagnostics, key=lambda d: (d.line, d.col)))
+    return checker.diagnostics
 
 
 class _Validator:
@@ -30,7 +36,7 @@ class _Validator:
         self.source = source
         self.top_level = {id(stat) for stat in top_level}
         self.diagnostics: list[Diagnostic] = []
-        self.structs: set[str] = set()
+        self.structs: dict[str, ast.StructDecl] = {}
 
     def error(self, node, message: str, hint: str | None = None) -> None:
         span = node.span
@@ -69,6 +75,9 @@ class _Validator:
         if node.method and node.attributes:
             self.error(node.attributes[0], f"@{node.attributes[0].name} cannot mark the method '{name}'",
                        "mark a plain function: `@aot local function name(...)`")
+        elif len(node.path) > 1 and any(a.name == "aot" for a in node.attributes):
+            self.error(node, f"@aot function '{name}' must be a plain name at module top level",
+                       "write `@aot local function name(...)`")
         self._check_function(node, name, node.func, node.attributes)
 
     def _check_name(self, node, name: str) -> None:
@@ -83,6 +92,10 @@ class _Validator:
             # run inside a function, it would declare a new C type per call
             self.error(node, f"struct {node.name} must be declared at the top level of its module",
                        "move the declaration out of the function or block")
+        elif node.name in self.structs:
+            # @aot code names a struct by its name: two of one name would be one to the compiler
+            self.error(node, f"struct {node.name} is declared a second time "
+                       f"(the first is at {_position(self.structs[node.name])})", "rename one of them")
         seen: set[str] = set()
         for f in node.fields:
             if f.name in seen:
@@ -93,14 +106,20 @@ class _Validator:
                            "a field is one of: " + ", ".join(sorted(STORAGE_TYPES)))
         if not node.fields:
             self.error(node, f"struct {node.name} has no fields")
-        self.structs.add(node.name)
+        self.structs.setdefault(node.name, node)
 
     # ---- functions and attributes
     def _check_function(self, node, name: str, func: ast.FuncBody, attributes) -> None:
         for attr in attributes:
             self._check_attribute(attr)
-        if any(a.name == "aot" for a in attributes):
-            self._check_aot_signature(name, func)
+        if not any(a.name == "aot" for a in attributes):
+            return
+        if id(node) not in self.top_level:
+            self.error(node, f"@aot function '{name}' must be at the top level of its module",
+                       "move it out of the enclosing function or block: @aot functions are "
+                       "compiled once per module")
+            return
+        self._check_aot_signature(name, func)
 
     def _check_attribute(self, attr: ast.Attribute) -> None:
         if attr.name not in ATTRIBUTE_KEYS:
@@ -119,7 +138,12 @@ class _Validator:
         if func.is_vararg:
             self.error(func, f"@aot function '{name}' cannot take '...'",
                        "declare each parameter with its type")
+        first: dict[str, ast.Param] = {}
         for p in func.params:
+            if p.name in first:
+                self.error(p, f"parameter '{p.name}' of @aot function '{name}' is declared twice "
+                           f"(the first is at {_position(first[p.name])})", "rename one of them")
+            first.setdefault(p.name, p)
             self._check_aot_param(name, p)
         if func.returns is None:
             self.error(func, f"@aot function '{name}' must declare its return type",
@@ -184,6 +208,10 @@ class _Validator:
                        "use a Lua type (number, string, boolean, table, function, nil, cdata), "
                        "int64 / uint64, or a struct declared in this module; "
                        "ordinary numbers carry no width")
+
+
+def _position(node) -> str:
+    return f"{node.span.line}:{node.span.col}"
 
 
 def _type_text(t: ast.TypeRef) -> str:

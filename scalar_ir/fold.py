@@ -302,8 +302,8 @@ def _conversion(kind: str, src: Width, dst: Width) -> Callable:
         return _round_f32
     if kind == "wrap":
         return lambda x: _wrap_f64(x, dst)
-    if kind in ("reinterpret", "widen"):
-        return lambda x: _wrap(x, dst)  # the same bits; widening is exact
+    if kind in ("reinterpret", "widen", "trunc"):
+        return lambda x: _wrap(x, dst)  # the same (low) bits; widening is exact
     if kind == "bits":
         return _bits_f32
     if kind == "frombits":

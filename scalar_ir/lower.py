@@ -1,7 +1,8 @@
 """Lowering: Nupp source to verified scalar IR.
 
-The pipeline's front half, in order: parse, validate ordinary Nupp, check the
-`@aot` functions (which builds their IR, frontend/checker.py), verify.
+The pipeline's front half, in order: parse, validate ordinary Nupp and check
+the `@aot` functions (one pass reporting every diagnostic of the file; the
+checker builds their IR, frontend/checker.py), verify.
 """
 
 from __future__ import annotations
@@ -9,15 +10,13 @@ from __future__ import annotations
 from nupp.frontend.checker import check_module
 from nupp.frontend.diagnostics import Source
 from nupp.frontend.parser import parse
-from nupp.frontend.validate import validate
 from nupp.scalar_ir import nodes as ir
 
 
 def lower(source: Source) -> ir.Module:
     """The scalar IR of a module's @aot functions; NuppError if the source is refused."""
     chunk = parse(source)
-    validate(source, chunk)
-    module = check_module(source, chunk)
+    module = check_module(source, chunk)  # validates too
     _verify(module, "lower")
     return module
 

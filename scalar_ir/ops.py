@@ -123,7 +123,7 @@ _op("not.bool", (BOOL,), BOOL, True, "not a")
 
 # ---- conversions (widths.CONVERSIONS) -----------------------------------------
 for (_src, _dst), (_kind, _doc) in CONVERSIONS.items():
-    _exact = _kind in ("promote", "reinterpret", "widen", "bits", "frombits")
+    _exact = _kind in ("promote", "reinterpret", "widen", "trunc", "bits", "frombits")
     _op(f"{_kind}.{_src}.{_dst}", (_src,), _dst, _exact, _doc)
 
 

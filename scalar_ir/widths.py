@@ -123,6 +123,8 @@ CONVERSIONS: dict[tuple[Width, Width], tuple[str, str]] = {
     (Width.I32, Width.I64): ("widen", "sign extension, exact"),
     (Width.U32, Width.I64): ("widen", "zero extension, exact"),
     (Width.U32, Width.U64): ("widen", "zero extension, exact"),
+    (Width.I64, Width.I32): ("trunc", "the low 32 bits (a shift count's: only its low 5 or 6 count)"),
+    (Width.U64, Width.I32): ("trunc", "the low 32 bits (a shift count's: only its low 5 or 6 count)"),
     (Width.F32, Width.U32): ("bits", "the same 32 bits (a NaN is canonical)"),
     (Width.U32, Width.F32): ("frombits", "the same 32 bits; a NaN pattern gives the canonical NaN"),
 }

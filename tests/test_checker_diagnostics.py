@@ -85,7 +85,7 @@ REFUSALS = [
     ("local v: int32", 1, 1, ["exactly one initial value"]),
     ("local p, q = 1", 1, 1, ["exactly one initial value"]),
     ("local p = 1\nlocal q = 2\np, q = q, p", 3, 1, ["multiple assignment"]),
-    ("for i = 1, #out, a do end", 1, 18, ["step", "integer literal"]),
+    ("for i = 1, #out, a do end", 1, 18, ["step", "int32 literal"]),
     ("for i = 1, x do end", 1, 12, ["loop's bound must be an int32", "number"]),
     ("break", 1, 1, ["break outside a loop"]),
     ("f32.add(y, y)", 1, 1, ["result of this call is unused"]),

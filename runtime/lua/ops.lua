@@ -126,6 +126,8 @@ ops["reinterpret.u32.i32"] = function(a) local r = tobit(a) return r end
 ops["widen.i32.i64"] = math_rt.to_int64
 ops["widen.u32.i64"] = math_rt.to_int64
 ops["widen.u32.u64"] = math_rt.to_uint64
+ops["trunc.i64.i32"] = function(a) local r = tobit(a) return r end  -- the low 32 bits
+ops["trunc.u64.i32"] = ops["trunc.i64.i32"]
 ops["round.i64.f64"] = math_rt.int64_to_number
 ops["round.u64.f64"] = math_rt.int64_to_number
 
