@@ -20,12 +20,15 @@ result comes back by the function's result type: `number`, `double` and
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import numpy as np
 
+from lupa import luajit21
+
 from nupp.frontend.diagnostics import Source
-from nupp.runtime.host import Host, display_path
+from nupp.runtime.host import Host, LuaRunError, display_path
 
 # struct field storage -> NumPy scalar type (native byte order, as the C layout)
 FIELD_DTYPES = {"float": np.float32, "number": np.float64, "double": np.float64, "int8": np.int8,
@@ -34,15 +37,8 @@ FIELD_DTYPES = {"float": np.float32, "number": np.float64, "double": np.float64,
 
 
 class NuppRuntimeError(Exception):
-    """A Nupp run-time error (a refused argument, a failed assert, ...) raised in a call."""
-
-
-_LOAD_MODULE = """
-function(text, chunkname)
-    local chunk = assert(loadstring(text, chunkname))
-    return chunk()
-end
-"""
+    """A Nupp run-time error (a refused argument, a failed assert, ...) raised in a
+    call, or while loading the module (its top level raised, or returned no table)."""
 
 # A call's result as lupa can hand it over exactly: a 64-bit integer as its
 # digits, -0 as "-0" (lupa turns an integral number into a Python int).
@@ -81,14 +77,14 @@ class NuppModule:
         native = self._host.native_for(source)
         # how the @aot functions run: "interp", "scalar" or lane<gang>-<tier> (nupp.executions' name)
         self.execution = native.mode if native is not None else "interp"
-        exports = lua.eval(_LOAD_MODULE)(self._host.translate(source, native), "@" + source.path)
+        exports = _exports_of(self._host, source, native)
         self._call = lua.eval(_CALL)
         self._span_for = lua.eval(_SPAN_FOR)
         self._signatures = lua.eval("__nupp.boundary.signatures")
         self._int64_cdata = lua.eval("__nupp.boundary.int64_cdata")
         self._wide_integer = lua.eval("__nupp.boundary.wide_integer")
         self._struct_info = lua.eval("__nupp.mem.struct_info")
-        self._exports = dict(exports.items()) if exports is not None else {}
+        self._exports = dict(exports.items())
         self._dtypes: dict[str, np.dtype] = {}
         for name, value in self._exports.items():
             info = self._struct_info(value)
@@ -159,6 +155,23 @@ class NuppModule:
         return self._wide_integer(str(n))
 
 
+def _exports_of(host: Host, source: Source, native):
+    """The table a module returns (NuppRuntimeError if it raises or returns something else)."""
+    try:
+        exports = host.load_module(source, native)
+    except LuaRunError as err:
+        raise NuppRuntimeError(err.message) from None
+    if luajit21.lua_type(exports) != "table":
+        got = "nothing" if exports is None else f"a {luajit21.lua_type(exports) or LUA_TYPES[type(exports)]}"
+        raise NuppRuntimeError(f"{source.path}: the module returned {got}, not a table; nupp.load needs a "
+                               "module that ends with `return {name = value, ...}`")
+    return exports
+
+
+# what lupa makes of a Lua value that is not a Lua object
+LUA_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", bytes: "string"}
+
+
 def struct_dtype(info) -> np.dtype:
     """The NumPy dtype with a struct's exact layout (mem.struct_info)."""
     fields = [info["fields"][i + 1] for i in range(len(info["fields"]))]
@@ -174,5 +187,21 @@ def load(path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None
     runs span loops in SIMD gangs where the lane rewrite applies, at `tier`
     (else the best this CPU runs; emit_c/tiers.py) and `gang` (4, 8 or 16, else
     the tier's own); "scalar" is the plain compiled C, "interp" ordinary Nupp.
-    A tier this CPU cannot run raises TierError (a ValueError)."""
-    return NuppModule(path, mode, cc, gang, tier)
+    A tier this CPU cannot run raises TierError (a ValueError), an option of
+    the wrong type TypeError."""
+    _check_option_types(mode=mode, cc=cc, gang=gang, tier=tier)
+    return NuppModule(path, mode, cc, None if gang is None else int(gang), tier)
+
+
+# option -> (the types it takes, what it is)
+OPTION_TYPES = {"mode": ((str,), "a str: 'lane', 'scalar' or 'interp'"),
+                "cc": ((str,), "a str: 'gcc', 'clang' or a compiler's path"),
+                "gang": ((numbers.Integral, type(None)), "an int: 4, 8 or 16 (or None: the tier's own)"),
+                "tier": ((str, type(None)), "a str: 'baseline', 'v2', 'v3' or 'v4' (or None: the best this CPU runs)")}
+
+
+def _check_option_types(**options) -> None:
+    for name, value in options.items():
+        types, wanted = OPTION_TYPES[name]
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise TypeError(f"nupp.load: {name} must be {wanted}, not {type(value).__name__} {value!r}")

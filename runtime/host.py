@@ -22,11 +22,22 @@ MODULE_EXTENSIONS = (".nupp", ".lua")
 
 
 def new_lua_runtime() -> "luajit21.LuaRuntime":
-    """A fresh LuaJIT 2.1 state with the globals `nupp` and `__nupp` installed."""
-    lua = luajit21.LuaRuntime(unpack_returned_tuples=True)
+    """A fresh LuaJIT 2.1 state with the globals `nupp` and `__nupp` installed.
+
+    A script must not reach the Python interpreter: lupa's `python` module
+    (eval, builtins, attribute access) is removed, and the Python objects that
+    Lua holds (the module searcher, NumPy arrays behind spans), which the
+    debug library could reach, have no attributes for Lua."""
+    lua = luajit21.LuaRuntime(unpack_returned_tuples=True, register_eval=False, register_builtins=False,
+                              attribute_filter=_no_python_attributes)
+    lua.execute("python = nil; package.loaded.python = nil")
     prelude = lua.eval("function(path, dir) return assert(loadfile(path))(dir) end")
     prelude(str(LUA_DIR / "prelude.lua"), str(LUA_DIR))
     return lua
+
+
+def _no_python_attributes(obj, name, is_setting):
+    raise AttributeError("Lua code has no access to Python objects")
 
 
 @dataclass
@@ -49,7 +60,7 @@ function(source, chunkname, ...)
         return {tostring(e), debug.traceback("", 2)}
     end
     local ok, result = xpcall(chunk, handler, ...)
-    if ok then return true, nil, nil end
+    if ok then return true, result, nil end
     if type(result) == "table" then return false, result[1], result[2] end
     return false, tostring(result), ""
 end
@@ -57,10 +68,12 @@ end
 
 _INSTALL_SEARCHER = """
 function(find_module)
+    local function hex(c) return string.format("%02x", c:byte()) end
     -- Second in line, after package.preload: project modules come before
-    -- anything on LuaJIT's own package.path.
+    -- anything on LuaJIT's own package.path.  The name travels as hex: lupa
+    -- would decode it as UTF-8 and fail on other bytes.
     table.insert(package.loaders, 2, function(name)
-        local source, chunkname = find_module(name)
+        local source, chunkname = find_module((name:gsub(".", hex)))
         if source == nil then return chunkname end
         local chunk, err = loadstring(source, chunkname)
         if not chunk then error(err, 0) end
@@ -152,13 +165,20 @@ class Host:
         """Run plain Lua (no translation), e.g. as an oracle for the translator."""
         self._run(text, chunkname, args, prefix="")
 
-    def _run(self, lua_text: str, path: str, args: tuple, prefix: str = "@") -> None:
+    def load_module(self, source: Source, native: NativeModule | None = None):
+        """Run a module as `require` would; the value it returns."""
+        return self._run(self.translate(source, native), source.path, ())
+
+    def _run(self, lua_text: str, path: str, args: tuple, prefix: str = "@"):
+        """Run a chunk; its first result.  A Lua error raises LuaRunError, a
+        required module that did not compile its own NuppError."""
         self.module_error = None
-        ok, message, traceback = self._run_chunk(lua_text, prefix + path, *args)
+        ok, result, traceback = self._run_chunk(lua_text, prefix + path, *args)
         if self.module_error is not None:
             raise self.module_error
         if not ok:
-            raise LuaRunError(str(message), str(traceback or ""))
+            raise LuaRunError(str(result), str(traceback or ""))
+        return result
 
     def capture_output(self):
         """Redirect `print` and `io.write` into a buffer; returns a function giving the text so far."""
@@ -180,16 +200,24 @@ class Host:
         """)
 
     # ---- require
-    def _find_module(self, name: str):
-        relative = str(name).replace(".", os.sep)
+    def _find_module(self, hex_name: str):
+        """The source and chunk name of module `name`, or (None, why not: the
+        lines `require` adds to "module 'name' not found:")."""
+        name, problem = module_name(bytes.fromhex(hex_name))
+        if problem is not None:
+            return None, f"\n\tno file searched by nupp: {problem}"
+        relative = name.replace(".", os.sep)
         tried = []
         for folder in self.search_path:
             for ext in MODULE_EXTENSIONS:
                 candidate = folder / (relative + ext)
-                tried.append(str(candidate))
-                if candidate.is_file():
-                    return self._load_module(candidate)
-        return None, "".join(f"\n\tno file '{t}'" for t in tried)
+                try:
+                    if candidate.is_file():
+                        return self._load_module(candidate)
+                    tried.append(f"no file '{candidate}'")
+                except OSError as err:  # e.g. a name too long for the file system
+                    tried.append(f"no file '{candidate}' ({err.strerror})")
+        return None, "".join(f"\n\t{t}" for t in tried)
 
     def _load_module(self, path: Path):
         chunkname = "@" + display_path(path)
@@ -201,6 +229,27 @@ class Host:
             # Keep the diagnostics whole for the user; Lua only learns that it failed.
             self.module_error = err
             return None, f"\n\t{path}: nupp could not compile this module"
+
+
+def module_name(name: bytes) -> tuple[str, str | None]:
+    """A `require` name as text, and why nupp searches no file for it (None:
+    it does).  Names are components separated by single dots, so that each
+    names a file inside a search folder: no leading, trailing or doubled dot,
+    no path separator (`a.b`, not `a/b` or `/abs`), no NUL; and UTF-8 text."""
+    try:
+        text = name.decode("utf-8")
+    except UnicodeDecodeError:
+        return "", "a module name must be UTF-8 text"
+    if not text:
+        return text, "a module name cannot be empty"
+    if "\0" in text:
+        return text, "a module name cannot hold a NUL byte"
+    for separator in ("/", "\\"):
+        if separator in text:
+            return text, f"a module name cannot hold the path separator '{separator}' (write a.b for the file a/b)"
+    if text.startswith(".") or text.endswith(".") or ".." in text:
+        return text, "a module name cannot start or end with '.' or hold '..' (its parts are separated by single dots)"
+    return text, None
 
 
 def display_path(path: str | Path) -> str:

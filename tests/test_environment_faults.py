@@ -58,7 +58,8 @@ def project(tmp_path) -> Path:
 def nupp_cli(*args, env: dict | None = None, cwd=None, stdout=subprocess.PIPE, preexec_fn=None):
     """Run `nupp ARGS` (the module, by this Python) with `env` added to the environment."""
     proc = subprocess.run([sys.executable, "-m", "nupp", *map(str, args)], cwd=cwd, stdout=stdout,
-                          stderr=subprocess.PIPE, text=True, timeout=300, preexec_fn=preexec_fn,
+                          stderr=subprocess.PIPE, text=True, errors="backslashreplace", timeout=300,
+                          preexec_fn=preexec_fn,
                           env={**os.environ, **(env or {})})
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
