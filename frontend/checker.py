@@ -1203,7 +1203,7 @@ def _identifiers(node) -> frozenset:
 
 
 def _aot_attribute(stat) -> bool:
-    return any(a.name == "aot" for a in stat.attributes)
+    return any(a.name == "aot" for a in getattr(stat, "attributes", ()))
 
 
 def _a(width: Optional[Width]) -> str:
@@ -1319,7 +1319,8 @@ def _assignments_after_definitions(block: ast.Block, definitions: dict) -> Itera
     defined_by = {id(stat): name for name, stat in definitions.items()}
     live: frozenset = frozenset()
     for stat in block.stats:
-        yield from _assignments_to(stat, live)
+        if not _aot_attribute(stat):  # an @aot body assigns only its own locals (the checker says so)
+            yield from _assignments_to(stat, live)
         live = live - _declared_names(stat)
         if id(stat) in defined_by:
             live = live | {defined_by[id(stat)]}

@@ -84,6 +84,11 @@ print(g(1))
     function f(x) return 0 end
 end
 """, 10, 5, ["'f' is assigned here"]),
+    ("the callee assigned inside @aot code: one diagnostic", CALLEE + CALLER + """@aot
+local function h(x: int32): nil
+    f = 1
+end
+""", 11, 5, ["assignment to the global 'f' is outside the AOT subset"]),
     ("a parameter named like the callee", CALLEE + """@aot
 local function g(f: int32): int32
     return f(1)
@@ -235,6 +240,7 @@ def test_refused_in_every_mode(capfd, tmp_path, mode, name, program, line, col, 
     assert first[2].strip().endswith("^"), err  # the source line, then the caret
     for word in words:
         assert word in err, err
+    assert err.count(": error: ") == 1, err
 
 
 def test_every_independent_error_is_reported(capfd, tmp_path):
