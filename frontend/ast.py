@@ -8,7 +8,8 @@ LuaJIT reads numerals and escapes exactly as the user wrote them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Optional, Union
 
 
@@ -121,6 +122,21 @@ class Table:
     span: Span = _span()
 
 
+# Binding power of the binary operators, loosest first (Lua 5.3's order, which
+# the parser applies and the printers respect); unary operators bind tighter
+# than every binary operator but `^`, which is right associative like `..`.
+BINARY_PRECEDENCE = {
+    "or": 1, "and": 2,
+    "<": 3, ">": 3, "<=": 3, ">=": 3, "~=": 3, "==": 3,
+    "|": 4, "~": 5, "&": 6, "<<": 7, ">>": 7,
+    "..": 9, "+": 10, "-": 10,
+    "*": 11, "/": 11, "//": 11, "%": 11,
+    "^": 14,
+}
+RIGHT_ASSOCIATIVE = frozenset({"..", "^"})
+UNARY_PRECEDENCE = 12
+
+
 @dataclass(frozen=True)
 class BinOp:
     op: str
@@ -208,6 +224,7 @@ class Switch:
 
 Expr = Union[Nil, Bool, Number, String, Vararg, Function, Table, BinOp, UnOp,
              Name, Index, Field, Call, MethodCall, Paren, Switch]
+LEAVES = frozenset({Nil, Bool, Number, String, Vararg, Name})  # expressions without parts
 
 
 # ---- statements ---------------------------------------------------------------
@@ -345,3 +362,10 @@ class Chunk:
 
     body: Block
     span: Span = _span()
+
+
+@cache
+def field_names(cls) -> tuple[str, ...]:
+    """A node class's fields but its span, in order (`dataclasses.fields` is
+    too slow to ask once per node of a large program)."""
+    return tuple(f.name for f in fields(cls) if f.name != "span")

@@ -19,19 +19,38 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Source:
-    """A source file: its display path and its text."""
+    """A source file: its display path and its text.
+
+    Lua source is bytes, and LuaJIT takes any byte in a string, a comment or
+    a name: the text is the file's bytes read as UTF-8, each byte that is not
+    UTF-8 kept as a surrogate escape, so `source_bytes` gives back exactly the
+    bytes the file held (and, of a translation, the bytes LuaJIT must read)."""
 
     path: str
     text: str
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Source":
-        data = Path(path).read_bytes()
-        return cls(str(path), data.decode("utf-8", errors="surrogateescape"))
+        return cls(str(path), Path(path).read_bytes().decode("utf-8", errors="surrogateescape"))
 
     def line_text(self, line: int) -> str:
         lines = self.text.splitlines()
         return lines[line - 1] if 1 <= line <= len(lines) else ""
+
+
+def source_bytes(text: str) -> bytes:
+    """Text read from a source, or made from one (its Lua translation), as the
+    bytes it stands for: the inverse of `Source.from_file`'s reading."""
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def displayable(text: str) -> str:
+    """`text` fit for a terminal: each byte that was not UTF-8 shown as U+FFFD
+    (one character for one, so columns stay put)."""
+    return text.translate(_UNDECODED_BYTES)
+
+
+_UNDECODED_BYTES = {0xDC80 + b: "\ufffd" for b in range(128)}  # surrogateescape's range
 
 
 @dataclass(frozen=True)
@@ -47,7 +66,7 @@ class Diagnostic:
 
     def render(self) -> str:
         head = f"{self.source.path}:{self.line}:{self.col}: {self.severity}: {self.message}"
-        text = self.source.line_text(self.line).expandtabs(1)
+        text = self.source.line_text(self.line).removeprefix("\ufeff").expandtabs(1)
         parts = [head]
         if text.strip():
             gutter = f"{self.line:5d} | "
@@ -55,7 +74,7 @@ class Diagnostic:
             parts.append(" " * (len(gutter) - 2) + "| " + " " * (self.col - 1) + "^")
         if self.hint:
             parts.append(f"hint: {self.hint}")
-        return "\n".join(parts)
+        return displayable("\n".join(parts))
 
 
 @dataclass

@@ -1,21 +1,26 @@
 """Parsing: Nupp source text to the AST of `frontend.ast`.
 
-`parse(source)` runs the LALR parser of `nupp.lark` and builds the tree with
-`TreeBuilder`; lark's errors become diagnostics phrased for a Lua programmer
-(see `frontend.syntax_errors`).
+`parse(source)` runs the LALR parser of `nupp.lark`; lark calls `TreeBuilder`
+as it reduces each rule, so the AST is built in one pass, without a parse
+tree and without recursion.  lark's errors become diagnostics phrased for a
+Lua programmer (see `frontend.syntax_errors`), and a program nested deeper
+than LuaJIT's parser, or nupp, allows is refused here (`frontend.nesting`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput
 
 from nupp.frontend import ast
 from nupp.frontend.diagnostics import NuppError, Source, error_at
+from nupp.frontend.literals import StringLiteralError, decode_string
 from nupp.frontend.syntax_errors import describe_syntax_error
+from nupp.frontend.nesting import check_nesting
 from nupp.paths import cache_dir
 
 GRAMMAR = Path(__file__).with_name("nupp.lark")
@@ -25,8 +30,8 @@ GRAMMAR = Path(__file__).with_name("nupp.lark")
 def _lark() -> Lark:
     # lark keys its cache file by the grammar and options, so an edited grammar
     # never loads a stale parser; building the tables takes ~150 ms otherwise
-    return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual",
-                propagate_positions=True, maybe_placeholders=True, cache=_grammar_cache())
+    return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual", transformer=TreeBuilder(),
+                maybe_placeholders=True, cache=_grammar_cache())
 
 
 def _grammar_cache() -> str | bool:
@@ -39,105 +44,143 @@ def _grammar_cache() -> str | bool:
 
 def parse(source: Source) -> ast.Chunk:
     """Parse a whole source file; raise NuppError with a diagnostic on bad syntax."""
-    text = _blank_shebang(source.text)
+    return _parse(source)
+
+
+@lru_cache(maxsize=8)
+def _parse(source: Source) -> ast.Chunk:
+    # The tree is immutable, and a module is parsed both to compile its @aot
+    # functions and to translate it: the second parse is free.
+    text = lua_text(source.text)
     try:
-        tree = _lark().parse(text)
+        chunk = _lark().parse(text)
     except UnexpectedInput as err:
         raise describe_syntax_error(source, text, err) from None
-    try:
-        return TreeBuilder(source).transform(tree)
-    except VisitError as err:
-        if isinstance(err.orig_exc, NuppError):
-            raise err.orig_exc from None
-        raise
+    except _Refusal as refusal:
+        raise refusal.diagnostic(source) from None
+    check_nesting(source, chunk)
+    return chunk
 
 
 def parse_text(text: str, path: str = "<string>") -> ast.Chunk:
     return parse(Source(path, text))
 
 
-def _blank_shebang(text: str) -> str:
-    # LuaJIT skips a first line starting with '#'; keep the line, drop its text.
+def lua_text(text: str) -> str:
+    """The text LuaJIT's lexer reads: a UTF-8 byte order mark at the start is
+    skipped, and so is a first line starting with '#' (its line is kept,
+    blank, so that lines keep their numbers)."""
+    text = text.removeprefix("\ufeff")
     if text.startswith("#"):
         end = text.find("\n")
         return "" if end < 0 else text[end:]
     return text
 
 
-def _span(meta) -> ast.Span:
-    if getattr(meta, "empty", False):
-        return ast.NO_SPAN
-    return ast.Span(meta.line, meta.column, meta.end_line, meta.end_column)
+class _Refusal(Exception):
+    """Raised by the tree builder, which has no source; `parse` makes it a diagnostic."""
+
+    def __init__(self, span: ast.Span, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.span, self.message, self.hint = span, message, hint
+
+    def diagnostic(self, source: Source) -> NuppError:
+        return error_at(source, self.span.line, self.span.col, self.message, self.hint)
+
+
+# ---- positions: a node spans its first token to its last -----------------------
+
+def _start(item) -> tuple[int, int]:
+    if isinstance(item, Token):
+        return item.line, item.column
+    return item.span.line, item.span.col
+
+
+def _end(item) -> tuple[int, int]:
+    if isinstance(item, Token):
+        return item.end_line, item.end_column
+    return item.span.end_line, item.span.end_col
+
+
+def _between(first, last) -> ast.Span:
+    """From the start of `first` to the end of `last` (each a token or a node)."""
+    return ast.Span(*_start(first), *_end(last))
 
 
 def _tok_span(tok: Token) -> ast.Span:
-    return ast.Span(tok.line, tok.column, tok.end_line, tok.end_column)
+    return _between(tok, tok)
 
 
 def _exprs(explist) -> tuple:
     return tuple(explist) if explist is not None else ()
 
 
+@dataclass(frozen=True)
+class _Args:
+    """Call arguments as parsed: the values, their extent, and the '(' if any."""
+
+    values: tuple
+    span: ast.Span
+    open_paren: Token | None
+
+
 QUALIFIERS = ("exclusive", "borrows")
 
-_V = v_args(inline=True, meta=True)
+_inline = v_args(inline=True)
 
 
 class TreeBuilder(Transformer):
-    """Builds `ast` nodes from lark's parse tree, one method per grammar rule."""
+    """Builds `ast` nodes as lark reduces, one method per grammar rule.
 
-    def __init__(self, source: Source):
-        super().__init__()
-        self.source = source
-
-    def _error(self, span: ast.Span, message: str, hint: str | None = None):
-        return error_at(self.source, span.line, span.col, message, hint)
+    Each method gets the rule's children: nodes already built, the tokens the
+    grammar names (`END`, `LPAR`: they give a node its extent) and None for
+    an absent `[optional]` part.  The builder holds no state, so one instance
+    serves every parse."""
 
     # ---- blocks and statements
     def start(self, children):
         (block,) = children
         return ast.Chunk(block, block.span)
 
-    @v_args(meta=True)
-    def block(self, meta, children):
+    def block(self, children):
         stats = [c for c in children if c is not None]
-        return ast.Block(tuple(stats), _span(meta))
+        span = _between(stats[0], stats[-1]) if stats else ast.NO_SPAN
+        return ast.Block(tuple(stats), span)
 
-    @_V
-    def retstat(self, meta, explist):
-        return ast.Return(_exprs(explist), _span(meta))
+    def retstat(self, children):
+        keyword, explist = children
+        values = _exprs(explist)
+        return ast.Return(values, _between(keyword, values[-1] if values else keyword))
 
-    @v_args(meta=True)
-    def assign(self, meta, children):
+    def assign(self, children):
         *targets, values = children
         for target in targets:
             if not isinstance(target, (ast.Name, ast.Index, ast.Field)):
-                raise self._error(target.span, "cannot assign to this expression",
-                                  "only a name, `t[k]` or `t.name` can be assigned to")
-        return ast.Assign(tuple(targets), tuple(values), _span(meta))
+                raise _Refusal(target.span, "cannot assign to this expression",
+                               "only a name, `t[k]` or `t.name` can be assigned to")
+        return ast.Assign(tuple(targets), tuple(values), _between(targets[0], values[-1]))
 
-    @_V
-    def call_stat(self, meta, expr):
+    @_inline
+    def call_stat(self, expr):
         if not isinstance(expr, (ast.Call, ast.MethodCall)):
-            raise self._error(expr.span, "syntax error: this expression is not a statement",
-                              "a statement is an assignment, a call, or a keyword such as `local` or `if`")
-        return ast.CallStat(expr, _span(meta))
+            raise _Refusal(expr.span, "syntax error: this expression is not a statement",
+                           "a statement is an assignment, a call, or a keyword such as `local` or `if`")
+        return ast.CallStat(expr, expr.span)
 
-    @_V
-    def do_stat(self, meta, body):
-        return ast.Do(body, _span(meta))
+    @_inline
+    def do_stat(self, keyword, body, end):
+        return ast.Do(body, _between(keyword, end))
 
-    @_V
-    def while_stat(self, meta, cond, body):
-        return ast.While(cond, body, _span(meta))
+    @_inline
+    def while_stat(self, keyword, cond, body, end):
+        return ast.While(cond, body, _between(keyword, end))
 
-    @_V
-    def repeat_stat(self, meta, body, cond):
-        return ast.Repeat(body, cond, _span(meta))
+    @_inline
+    def repeat_stat(self, keyword, body, cond):
+        return ast.Repeat(body, cond, _between(keyword, cond))
 
-    @v_args(meta=True)
-    def if_stat(self, meta, children):
-        cond, body, *rest = children
+    def if_stat(self, children):
+        keyword, cond, body, *rest, end = children
         clauses = [(cond, body)]
         orelse = None
         for item in rest:
@@ -145,7 +188,7 @@ class TreeBuilder(Transformer):
                 orelse = item
             elif item is not None:
                 clauses.append(item)
-        return ast.If(tuple(clauses), orelse, _span(meta))
+        return ast.If(tuple(clauses), orelse, _between(keyword, end))
 
     def elseif_clause(self, children):
         cond, body = children
@@ -154,50 +197,49 @@ class TreeBuilder(Transformer):
     def else_clause(self, children):
         return children[0]
 
-    @_V
-    def numeric_for(self, meta, var, start, stop, step, body):
-        return ast.NumericFor(str(var), start, stop, step, body, _span(meta))
+    @_inline
+    def numeric_for(self, keyword, var, start, stop, step, body, end):
+        return ast.NumericFor(str(var), start, stop, step, body, _between(keyword, end))
 
-    @_V
-    def generic_for(self, meta, names, exprs, body):
-        return ast.GenericFor(tuple(names), tuple(exprs), body, _span(meta))
+    @_inline
+    def generic_for(self, keyword, names, exprs, body, end):
+        return ast.GenericFor(tuple(names), tuple(exprs), body, _between(keyword, end))
 
-    @v_args(meta=True)
-    def function_stat(self, meta, children):
-        *attrs, (path, method), func = children
-        return ast.FunctionStat(path, method, func, tuple(attrs), _span(meta))
+    def function_stat(self, children):
+        *attrs, keyword, (path, method), func = children
+        return ast.FunctionStat(path, method, func, tuple(attrs), _between(attrs[0] if attrs else keyword, func))
 
-    @v_args(meta=True)
-    def local_function(self, meta, children):
-        *attrs, name, func = children
-        return ast.LocalFunction(str(name), func, tuple(attrs), _span(meta))
+    def local_function(self, children):
+        *attrs, keyword, name, func = children
+        return ast.LocalFunction(str(name), func, tuple(attrs), _between(attrs[0] if attrs else keyword, func))
 
-    @_V
-    def local_stat(self, meta, names, values):
-        return ast.Local(tuple(names), _exprs(values), _span(meta))
+    @_inline
+    def local_stat(self, keyword, names, values):
+        values = _exprs(values)
+        return ast.Local(tuple(names), values, _between(keyword, values[-1] if values else names[-1]))
 
-    @_V
-    def struct_decl(self, meta, name, fields):
-        return ast.StructDecl(str(name), tuple(fields), _span(meta))
+    @_inline
+    def struct_decl(self, keyword, name, fields, end):
+        return ast.StructDecl(str(name), tuple(fields), _between(keyword, end))
 
-    @_V
-    def break_stat(self, meta):
-        return ast.Break(_span(meta))
+    @_inline
+    def break_stat(self, keyword):
+        return ast.Break(_tok_span(keyword))
 
-    @_V
-    def switch_stat(self, meta, switch):
-        return ast.SwitchStat(switch, _span(meta))
+    @_inline
+    def switch_stat(self, switch):
+        return ast.SwitchStat(switch, switch.span)
 
     # ---- declarations
-    @v_args(meta=True)
-    def attribute(self, meta, children):
-        name, *args = children
-        args = [a for a in args if a is not None]
-        has_parens = meta.end_column > name.end_column or meta.end_line > name.end_line
-        return ast.Attribute(str(name), tuple(args), has_parens, _span(meta))
+    def attribute(self, children):
+        at, name, *rest = children
+        args = tuple(arg for arg in rest if isinstance(arg, tuple))
+        close = rest[-1] if rest else None
+        has_parens = close is not None
+        return ast.Attribute(str(name), args, has_parens, _between(at, close if has_parens else name))
 
-    def attribute_arg(self, children):
-        key, value = children
+    @_inline
+    def attribute_arg(self, key, value):
         return (str(key), value)
 
     def funcname(self, children):
@@ -207,39 +249,39 @@ class TreeBuilder(Transformer):
     def struct_fields(self, children):
         return [c for c in children if isinstance(c, ast.StructField)]
 
-    @_V
-    def struct_field(self, meta, name, type_):
-        return ast.StructField(str(name), type_, _span(meta))
+    @_inline
+    def struct_field(self, name, type_):
+        return ast.StructField(str(name), type_, _between(name, type_))
 
     def local_names(self, children):
         return children
 
-    @_V
-    def local_name(self, meta, name, type_):
-        return ast.Param(str(name), type_, None, _span(meta))
+    @_inline
+    def local_name(self, name, type_):
+        return ast.Param(str(name), type_, None, _between(name, type_ or name))
 
     def namelist(self, children):
         return [str(c) for c in children]
 
     def explist(self, children):
-        return list(children)
+        return children
 
-    @v_args(meta=True)
-    def type(self, meta, children):
+    def type(self, children):
         *names, args = children
-        return ast.TypeRef(tuple(str(n) for n in names), tuple(args or ()), _span(meta))
+        type_args, close = args if args is not None else ((), names[-1])
+        return ast.TypeRef(tuple(str(n) for n in names), tuple(type_args), _between(names[0], close))
 
-    @_V
-    def nil_type(self, meta):
-        return ast.TypeRef(("nil",), (), _span(meta))
+    @_inline
+    def nil_type(self, keyword):
+        return ast.TypeRef(("nil",), (), _tok_span(keyword))
 
     def type_args(self, children):
-        return [c for c in children if isinstance(c, ast.TypeRef)]
+        return [c for c in children if isinstance(c, ast.TypeRef)], children[-1]
 
-    @_V
-    def funcbody(self, meta, parlist, returns, body):
+    @_inline
+    def funcbody(self, open_paren, parlist, returns, body, end):
         params, is_vararg = parlist if parlist is not None else ((), False)
-        return ast.FuncBody(params, is_vararg, returns, body, _span(meta))
+        return ast.FuncBody(params, is_vararg, returns, body, _between(open_paren, end))
 
     def parlist(self, children):
         is_vararg = bool(children) and children[-1] == "..."
@@ -249,142 +291,205 @@ class TreeBuilder(Transformer):
     def vararg_param(self, children):
         return "..."
 
-    @_V
-    def param(self, meta, qualifier, name, type_):
+    @_inline
+    def param(self, qualifier, name, type_):
         if qualifier is not None and str(qualifier) not in QUALIFIERS:
-            raise self._error(_tok_span(qualifier), f"unknown parameter qualifier '{qualifier}'",
-                              "a span parameter may be marked `exclusive` or `borrows`")
+            raise _Refusal(_tok_span(qualifier), f"unknown parameter qualifier '{qualifier}'",
+                           "a span parameter may be marked `exclusive` or `borrows`")
         return ast.Param(str(name), type_, str(qualifier) if qualifier is not None else None,
-                         _span(meta))
+                         _between(qualifier or name, type_ or name))
 
     # ---- expressions
-    @_V
-    def nil(self, meta):
-        return ast.Nil(_span(meta))
+    @_inline
+    def nil(self, keyword):
+        return ast.Nil(_tok_span(keyword))
 
-    @_V
-    def true(self, meta):
-        return ast.Bool(True, _span(meta))
+    @_inline
+    def true(self, keyword):
+        return ast.Bool(True, _tok_span(keyword))
 
-    @_V
-    def false(self, meta):
-        return ast.Bool(False, _span(meta))
+    @_inline
+    def false(self, keyword):
+        return ast.Bool(False, _tok_span(keyword))
 
-    @_V
-    def number(self, meta, tok):
-        return ast.Number(str(tok), _span(meta))
+    @_inline
+    def number(self, tok):
+        return ast.Number(str(tok), _tok_span(tok))
 
-    @_V
-    def string(self, meta, tok):
-        return ast.String(str(tok), _span(meta))
+    @_inline
+    def string(self, tok):
+        raw = str(tok)
+        try:
+            decode_string(raw)  # refuse what LuaJIT's lexer refuses, where it does
+        except StringLiteralError as err:
+            line, col = _position_in(tok, err.offset)
+            raise _Refusal(ast.Span(line, col, line, col), err.message, err.hint) from None
+        return ast.String(raw, _tok_span(tok))
 
-    @_V
-    def vararg(self, meta):
-        return ast.Vararg(_span(meta))
+    @_inline
+    def vararg(self, tok):
+        return ast.Vararg(_tok_span(tok))
 
-    @_V
-    def function_exp(self, meta, func):
-        return ast.Function(func, _span(meta))
+    @_inline
+    def function_exp(self, keyword, func):
+        return ast.Function(func, _between(keyword, func))
 
-    @_V
-    def binop(self, meta, left, op, right):
-        return ast.BinOp(str(op), left, right, _span(meta))
+    def exp(self, children):
+        return children[0] if len(children) == 1 else operator_tree(children)
 
-    @_V
-    def unop(self, meta, op, operand):
-        return ast.UnOp(str(op), operand, _span(meta))
+    @_inline
+    def name(self, tok):
+        return ast.Name(str(tok), _tok_span(tok))
 
-    @_V
-    def name(self, meta, tok):
-        return ast.Name(str(tok), _span(meta))
+    @_inline
+    def index(self, obj, key, close):
+        return ast.Index(obj, key, _between(obj, close))
 
-    @_V
-    def index(self, meta, obj, key):
-        return ast.Index(obj, key, _span(meta))
+    @_inline
+    def field(self, obj, name):
+        return ast.Field(obj, str(name), _between(obj, name))
 
-    @_V
-    def field(self, meta, obj, name):
-        return ast.Field(obj, str(name), _span(meta))
+    @_inline
+    def paren(self, open_paren, expr, close):
+        return ast.Paren(expr, _between(open_paren, close))
 
-    @_V
-    def paren(self, meta, expr):
-        return ast.Paren(expr, _span(meta))
+    @_inline
+    def call(self, func, args):
+        _check_call_line(func, args)
+        return ast.Call(func, args.values, _between(func, args))
 
-    @_V
-    def call(self, meta, func, args):
-        return ast.Call(func, args, _span(meta))
-
-    @_V
-    def method_call(self, meta, obj, method, args):
-        return ast.MethodCall(obj, str(method), args, _span(meta))
+    @_inline
+    def method_call(self, obj, method, args):
+        _check_call_line(method, args)
+        return ast.MethodCall(obj, str(method), args.values, _between(obj, args))
 
     def args(self, children):
-        (arg,) = children
-        if arg is None:
-            return ()
-        if isinstance(arg, list):
-            return tuple(arg)
-        return (arg,)  # a table or string argument: f{...}, f"..."
+        if len(children) == 3:  # ( [explist] )
+            open_paren, values, close = children
+            return _Args(_exprs(values), _between(open_paren, close), open_paren)
+        (arg,) = children  # a table or string argument: f{...}, f"..."
+        return _Args((arg,), arg.span, None)
 
-    @v_args(meta=True)
-    def table(self, meta, children):
-        return ast.Table(tuple(c for c in children if c is not None), _span(meta))
+    def table(self, children):
+        open_brace, *fields, close = children
+        return ast.Table(tuple(f for f in fields if f is not None), _between(open_brace, close))
 
-    @_V
-    def keyed_field(self, meta, key, value):
-        return ast.TableField("keyed", value, key, _span(meta))
+    @_inline
+    def keyed_field(self, open_bracket, key, value):
+        return ast.TableField("keyed", value, key, _between(open_bracket, value))
 
-    @_V
-    def named_field(self, meta, key, value):
-        return ast.TableField("named", value, str(key), _span(meta))
+    @_inline
+    def named_field(self, key, value):
+        return ast.TableField("named", value, str(key), _between(key, value))
 
-    @_V
-    def positional_field(self, meta, value):
-        return ast.TableField("positional", value, None, _span(meta))
+    @_inline
+    def positional_field(self, value):
+        return ast.TableField("positional", value, None, value.span)
 
     # ---- switch
-    @v_args(meta=True)
-    def switch(self, meta, children):
-        subject, *arms, otherwise = children
-        return ast.Switch(subject, tuple(arms), otherwise, _span(meta))
+    def switch(self, children):
+        keyword, subject, *arms, otherwise, end = children
+        return ast.Switch(subject, tuple(arms), otherwise, _between(keyword, end))
 
-    @v_args(meta=True)
-    def switch_arm(self, meta, children):
-        *patterns, body = children
-        return ast.SwitchArm(tuple(patterns), body[0], body[1], _span(meta))
+    def switch_arm(self, children):
+        keyword, *patterns, (expr, block, last) = children
+        return ast.SwitchArm(tuple(patterns), expr, block, _between(keyword, last))
 
-    @v_args(meta=True)
-    def switch_else(self, meta, children):
-        (body,) = children
-        return ast.SwitchArm((), body[0], body[1], _span(meta))
+    @_inline
+    def switch_else(self, keyword, body):
+        expr, block, last = body
+        return ast.SwitchArm((), expr, block, _between(keyword, last))
 
-    def expr_arm(self, children):
-        return (children[0], None)
+    @_inline
+    def expr_arm(self, expr):
+        return (expr, None, expr)
 
-    def block_arm(self, children):
-        return (None, children[0])
+    @_inline
+    def block_arm(self, block, end):
+        return (None, block, end)
 
-    @_V
-    def number_pattern(self, meta, minus, tok):
+    @_inline
+    def number_pattern(self, minus, tok):
         raw = ("-" if minus is not None else "") + str(tok)
-        return ast.Pattern("number", raw, None, _span(meta))
+        return ast.Pattern("number", raw, None, _between(minus or tok, tok))
 
-    @_V
-    def string_pattern(self, meta, string):
-        return ast.Pattern("string", string.raw, None, _span(meta))
+    @_inline
+    def string_pattern(self, string):
+        return ast.Pattern("string", string.raw, None, string.span)
 
-    @_V
-    def true_pattern(self, meta):
-        return ast.Pattern("true", "true", None, _span(meta))
+    @_inline
+    def true_pattern(self, keyword):
+        return ast.Pattern("true", "true", None, _tok_span(keyword))
 
-    @_V
-    def false_pattern(self, meta):
-        return ast.Pattern("false", "false", None, _span(meta))
+    @_inline
+    def false_pattern(self, keyword):
+        return ast.Pattern("false", "false", None, _tok_span(keyword))
 
-    @_V
-    def nil_pattern(self, meta):
-        return ast.Pattern("nil", "nil", None, _span(meta))
+    @_inline
+    def nil_pattern(self, keyword):
+        return ast.Pattern("nil", "nil", None, _tok_span(keyword))
 
-    @_V
-    def type_pattern(self, meta, type_):
-        return ast.Pattern("type", "", type_, _span(meta))
+    @_inline
+    def type_pattern(self, keyword, type_):
+        return ast.Pattern("type", "", type_, _between(keyword, type_))
+
+
+def _check_call_line(callee_end, args: _Args) -> None:
+    """LuaJIT refuses a '(' on a later line than the function it would call:
+    `f` then `(g)()` on the next line reads as one call but was likely meant as two statements."""
+    if args.open_paren is not None and args.open_paren.line != _end(callee_end)[0]:
+        raise _Refusal(_tok_span(args.open_paren), "ambiguous syntax (function call x new statement)",
+                       "put the '(' on the line of the expression it calls, or start the new "
+                       "statement with ';'")
+
+
+def _position_in(tok: Token, offset: int) -> tuple[int, int]:
+    """The line and column of character `offset` of a token's text."""
+    before = str(tok)[:offset]
+    newlines = before.count("\n")
+    if not newlines:
+        return tok.line, tok.column + offset
+    return tok.line + newlines, offset - before.rfind("\n")
+
+
+# ---- operator precedence ------------------------------------------------------
+
+def operator_tree(items: list) -> object:
+    """The expression tree of a flat run of operands and operators (tokens:
+    one after an operand is binary, any other a prefix operator) under Lua
+    5.3 precedence (ast.BINARY_PRECEDENCE), built with an operator stack so
+    that no chain, however long, recurses."""
+    operands: list = []
+    operators: list[tuple[int, Token]] = []  # (binding power, token); prefix ones at ast.UNARY_PRECEDENCE
+
+    def reduce() -> None:
+        power, op = operators.pop()
+        right = operands.pop()
+        if power == ast.UNARY_PRECEDENCE:
+            span = ast.Span(op.line, op.column, right.span.end_line, right.span.end_col)
+            operands.append(ast.UnOp(str(op), right, span))
+        else:
+            left = operands.pop()
+            span = ast.Span(left.span.line, left.span.col, right.span.end_line, right.span.end_col)
+            operands.append(ast.BinOp(str(op), left, right, span))
+
+    after_operand = False
+    for item in items:
+        if not isinstance(item, Token):
+            operands.append(item)
+            after_operand = True
+        elif not after_operand:
+            operators.append((ast.UNARY_PRECEDENCE, item))
+        else:
+            power = ast.BINARY_PRECEDENCE[item]
+            # a looser operator closes the tighter ones before it, and so does an equal
+            # left-associative one; prefix operators yield to nothing but `^` on their right
+            while operators and (operators[-1][0] > power
+                                 or (operators[-1][0] == power and item not in ast.RIGHT_ASSOCIATIVE)):
+                reduce()
+            operators.append((power, item))
+            after_operand = False
+    while operators:
+        reduce()
+    (tree,) = operands
+    return tree

@@ -15,18 +15,8 @@ the writer adds only those that precedence requires.
 from __future__ import annotations
 
 from nupp.frontend import ast
+from nupp.frontend.ast import BINARY_PRECEDENCE, RIGHT_ASSOCIATIVE, UNARY_PRECEDENCE
 
-# Binding power of binary operators (Lua 5.3 order, loosest first).
-BINARY_PRECEDENCE = {
-    "or": 1, "and": 2,
-    "<": 3, ">": 3, "<=": 3, ">=": 3, "~=": 3, "==": 3,
-    "|": 4, "~": 5, "&": 6, "<<": 7, ">>": 7,
-    "..": 9, "+": 10, "-": 10,
-    "*": 11, "/": 11, "//": 11, "%": 11,
-    "^": 14,
-}
-RIGHT_ASSOCIATIVE = {"..", "^"}
-UNARY_PRECEDENCE = 12
 ATOM = 15  # literals, names, calls, parenthesized expressions
 
 

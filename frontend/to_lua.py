@@ -19,7 +19,7 @@ node that slips through, so nothing is emitted half-translated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, is_dataclass, replace
 
 from nupp.frontend import ast
 from nupp.frontend.aot_to_lua import OPS_TABLE, AotToLua
@@ -28,6 +28,7 @@ from nupp.frontend.diagnostics import Source
 from nupp.frontend.parser import parse
 from nupp.frontend.printer import LuaWriter, lua_string
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
+from nupp.pipeline import with_deep_stack
 
 NATIVE_MODULE = "__nupp_native"
 BIT_FUNCTIONS = {"&": "band", "|": "bor", "~": "bxor", "<<": "lshift", ">>": "rshift"}
@@ -46,6 +47,7 @@ class NativeModule:
     mode: str = "scalar"  # how the library was built: "scalar" or "lane"
 
 
+@with_deep_stack
 def translate(source: Source, native: NativeModule | None = None) -> str:
     """Lua source for a Nupp module, line for line.  With `native`, its @aot
     functions call the compiled library; without, they run their IR as Lua."""
@@ -132,7 +134,7 @@ class ToLua:
         stats: list = []
         for stat in block.stats:
             stats.extend(self.stat(stat))
-        return ast.Block(tuple(stats), block.span)
+        return _same_or(block, stats, lambda: ast.Block(tuple(stats), block.span), "stats")
 
     def stat(self, stat) -> list:
         method = getattr(self, "stat_" + type(stat).__name__, None)
@@ -141,29 +143,32 @@ class ToLua:
         return [self.rebuild(stat)]
 
     def expr(self, e):
+        if type(e) in ast.LEAVES:
+            return e
         method = getattr(self, "expr_" + type(e).__name__, None)
         if method is not None:
             return method(e)
         return self.rebuild(e)
 
     def rebuild(self, node):
-        """The node with every child translated."""
+        """The node with every child translated (the node itself when none changed)."""
         changes = {}
-        for f in fields(node):
-            value = getattr(node, f.name)
+        for name in ast.field_names(type(node)):
+            value = getattr(node, name)
             new = self.child(value)
             if new is not value:
-                changes[f.name] = new
+                changes[name] = new
         return replace(node, **changes) if changes else node
 
     def child(self, value):
         if isinstance(value, ast.Block):
             return self.block(value)
         if isinstance(value, tuple):
-            return tuple(self.child(v) for v in value)
+            items = [self.child(v) for v in value]
+            return _same_or(value, items, lambda: tuple(items))
         if isinstance(value, ast.FuncBody):
             return self.funcbody(value)
-        if is_dataclass(value) and not isinstance(value, (ast.Span, ast.TypeRef, ast.Param, ast.Attribute)):
+        if is_dataclass(value) and not isinstance(value, (ast.TypeRef, ast.Param, ast.Attribute)):
             return self.expr(value)
         return value
 
@@ -182,13 +187,13 @@ class ToLua:
                             (left, right), e.span)
         if e.op == "//":
             return ast.Call(_name("__nupp_floor", e.span), (ast.BinOp("/", left, right, e.span),), e.span)
-        return replace(e, left=left, right=right)
+        return e if left is e.left and right is e.right else replace(e, left=left, right=right)
 
     def expr_UnOp(self, e: ast.UnOp):
         operand = self.expr(e.operand)
         if e.op == "~":
             return ast.Call(ast.Field(_name("__nupp_bit", e.span), "bnot", e.span), (operand,), e.span)
-        return replace(e, operand=operand)
+        return e if operand is e.operand else replace(e, operand=operand)
 
     # ---- structs
     def stat_StructDecl(self, s: ast.StructDecl) -> list:
@@ -348,6 +353,15 @@ class ToLua:
         if name in lua_type_pattern_names():
             return ast.BinOp("==", _call("__nupp_type", (value,), span), _str(name, span), span)
         return _call("__nupp.is_struct", (_name(name, span), value), span)
+
+
+def _same_or(old, new_items: list, build, attribute: str | None = None):
+    """`old` when translating changed none of its items (no copy of an
+    unchanged subtree), else `build()`."""
+    items = getattr(old, attribute) if attribute else old
+    if len(items) == len(new_items) and all(a is b for a, b in zip(items, new_items)):
+        return old
+    return build()
 
 
 def _is_aot(attributes) -> bool:

@@ -30,7 +30,7 @@ from pathlib import Path
 import nupp
 from nupp.frontend.diagnostics import Diagnostic, InternalError, NuppError, Source
 from nupp.frontend.to_lua import translate
-from nupp.pipeline import STAGES, compile_module
+from nupp.pipeline import STAGES, compile_module, with_deep_stack
 from nupp.emit_c.lane import GANGS
 from nupp.emit_c.tiers import TIER_NAMES, TierError
 from nupp.paths import NuppEnvironmentError
@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="surrogateescape")  # Lua source is bytes: emitted Lua keeps them
     try:
         status = COMMANDS[args.command](args)
         _flush_output()
@@ -251,6 +253,7 @@ def cmd_check(args) -> int:
     return EXIT_OK
 
 
+@with_deep_stack  # the emitters recurse over trees as deep as the front end admits
 def cmd_emit(args) -> int:
     source = _read_source(args.file)
     gang = int(args.gang or 8)

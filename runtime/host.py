@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lupa import luajit21
 
-from nupp.frontend.diagnostics import Source
+from nupp.frontend.diagnostics import Source, source_bytes
 from nupp.frontend.to_lua import NativeModule, translate
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
@@ -132,19 +132,19 @@ class Host:
     def native_module(self, source: Source) -> NativeModule | None:
         """The compiled library of a module's @aot functions (None if it has none)."""
         from nupp.emit_c.scalar import emit_module
-        from nupp.pipeline import compile_module
+        from nupp.pipeline import compile_module, with_deep_stack
         from nupp.runtime.native import build_library, find_toolchain
 
         module = compile_module(source)
         if not module.functions:
             return None
         # a prefix per module: LuaJIT's C namespace is shared by every module of the state
-        prefix = "nupp_" + hashlib.sha256(f"{source.path}\0{source.text}".encode()).hexdigest()[:10] + "_"
+        prefix = "nupp_" + hashlib.sha256(source_bytes(f"{source.path}\0{source.text}")).hexdigest()[:10] + "_"
         if self.mode == "lane":
             library, build = self._lane_library(module, source.path, prefix)
             c_module, mode = build.c_module, build.mode
         else:
-            c_module, mode = emit_module(module, source.path, prefix), self.mode
+            c_module, mode = with_deep_stack(emit_module)(module, source.path, prefix), self.mode
             library = build_library(c_module.source, find_toolchain(self.cc), source.path)
         return NativeModule(str(library), c_module.cdef, c_module.errors,
                             {f.name: (f.symbol, f.result) for f in c_module.functions}, mode)
@@ -153,9 +153,10 @@ class Host:
         """A module's tiered lane library and the tier this host runs from it: the
         pinned one, else the best the library's dispatcher says this CPU runs."""
         from nupp.emit_c.tiers import choose_tier, tiered_module
+        from nupp.pipeline import with_deep_stack
         from nupp.runtime.native import build_units, find_toolchain
 
-        tiered = tiered_module(module, path, prefix, self.gang, self.tier)
+        tiered = with_deep_stack(tiered_module)(module, path, prefix, self.gang, self.tier)
         library = build_units(tiered.units, find_toolchain(self.cc), path)
         cpu_tier = self.lua.eval("__nupp.native.cpu_tier")(str(library), tiered.cpu_tier_cdef,
                                                             tiered.cpu_tier_symbol)
@@ -173,7 +174,7 @@ class Host:
         """Run a chunk; its first result.  A Lua error raises LuaRunError, a
         required module that did not compile its own NuppError."""
         self.module_error = None
-        ok, result, traceback = self._run_chunk(lua_text, prefix + path, *args)
+        ok, result, traceback = self._run_chunk(source_bytes(lua_text), prefix + path, *args)
         if self.module_error is not None:
             raise self.module_error
         if not ok:
@@ -222,9 +223,9 @@ class Host:
     def _load_module(self, path: Path):
         chunkname = "@" + display_path(path)
         if path.suffix == ".lua":
-            return path.read_text(), chunkname
+            return path.read_bytes(), chunkname  # Lua source is bytes
         try:
-            return self.translate(Source.from_file(display_path(path))), chunkname
+            return source_bytes(self.translate(Source.from_file(display_path(path)))), chunkname
         except Exception as err:  # noqa: BLE001 - re-raised whole once Lua unwinds
             # Keep the diagnostics whole for the user; Lua only learns that it failed.
             self.module_error = err
