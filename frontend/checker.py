@@ -185,6 +185,7 @@ class Checker:
         self.unusable: set[str] = set()           # @aot functions whose signature validate.py refused
         self.hidden_by: dict[str, object] = {}    # an @aot name -> the top-level declaration hiding it
         self.callees: dict[str, ast.Call] = {}    # @aot functions called from @aot code: the first call
+        self.module_names: dict[str, object] = {}  # top-level names declared so far -> their declaration
         self.fs: FunctionState | None = None
 
     # ---- diagnostics
@@ -207,15 +208,22 @@ class Checker:
         return ir.Module(tuple(self.structs.values()), tuple(self.functions.values()))
 
     def module_statement(self, stat) -> None:
-        if isinstance(stat, (ast.LocalFunction, ast.FunctionStat)) and _aot_attribute(stat):
-            self.aot_function(stat)
-            return
-        if isinstance(stat, ast.StructDecl):
-            self.struct_declaration(stat)
-        elif isinstance(stat, ast.Local):
-            self.module_aliases(stat)
+        if isinstance(stat, ast.Local):
+            self.module_aliases(stat)  # its values are read before its names are declared
         for name in _declared_names(stat):
-            self.hide(name, stat)
+            self.declare_module_name(name, stat)
+        if _aot_attribute(stat):
+            self.aot_function(stat)
+        elif isinstance(stat, ast.StructDecl):
+            self.struct_declaration(stat)
+
+    def declare_module_name(self, name: str, declaration) -> None:
+        """`name` means `declaration` to the code after it (and to an @aot function's own body)."""
+        self.module_names[name] = declaration
+        if not isinstance(declaration, ast.Local):
+            self.aliases.pop(name, None)  # module_aliases keeps a Local's own
+        if not _aot_attribute(declaration):
+            self.hide(name, declaration)
 
     def struct_declaration(self, stat: ast.StructDecl) -> None:
         # validate.py reports a repeated name or an unknown field type; such a
@@ -242,6 +250,17 @@ class Checker:
                        "assign another name: calls between @aot functions are fixed when they are "
                        "compiled, so native and ordinary execution would run different functions")
 
+    def outer_name(self, name: str) -> str:
+        """What a name that an @aot function does not declare denotes there, in words."""
+        declaration = self.module_names.get(name)
+        if declaration is None:
+            return f"the global '{name}'"
+        if _aot_attribute(declaration):
+            return f"the @aot function '{name}' (defined at {_position(declaration)})"
+        what = {"LocalFunction": "the module's local function", "StructDecl": "the struct"}.get(
+            type(declaration).__name__, "the module's local")
+        return f"{what} '{name}' (declared at {_position(declaration)})"
+
     def module_aliases(self, stat: ast.Local) -> None:
         # `local span = nupp.mem.span`, `local f32 = nupp.math.f32`: resolved at compile time
         for name, value in zip(stat.names, stat.values):
@@ -264,6 +283,7 @@ class Checker:
         name = stat.name if isinstance(stat, ast.LocalFunction) else ".".join(stat.path)
         if isinstance(stat, ast.FunctionStat) and (len(stat.path) > 1 or stat.method):
             return  # validate.py refuses it
+        self.module_names.setdefault(name, stat)  # `function f`: a global the module defines
         first = self.definitions.setdefault(name, stat)
         if first is not stat:
             self.error(stat, f"@aot function '{name}' is defined a second time (the first is at {_position(first)})",
@@ -404,7 +424,8 @@ class Checker:
     def assign_local(self, target: ast.Name, value) -> list:
         binding = self.fs.lookup(target.id)
         if binding is None:
-            self.error(target, f"assignment to the global '{target.id}' is outside the AOT subset",
+            self.error(target, f"assignment to {self.outer_name(target.id)} is outside the AOT subset",
+                       "an @aot function assigns only its own locals and its spans' fields: "
                        "declare it with `local` first")
             return []
         if binding.kind not in ("local", "param"):
@@ -611,20 +632,22 @@ class Checker:
         name, sw = s.names[0], s.values[0]
         if len(s.names) != 1:
             self.error(s, "a switch initializes exactly one local")
-            return []
+            raise CheckError
         selector = self.settle(self.expr(sw.subject), None)
         if selector.width not in (F64, I32, U32, None):
             self.error(sw.subject, f"a switch selector must be a number, int32 or uint32, not "
                        f"{_a(selector.width)}")
-            return []
+            raise CheckError
         if sw.otherwise is None:
             self.error(sw, "this switch is not exhaustive: add an `else -> value` arm")
-            return []
+            raise CheckError
         result = self.declared_width(name)
         arms = list(sw.arms) + [sw.otherwise]
         first_of: dict[int, ast.Pattern] = {}  # each label's first case
         cases = [self.switch_cases(arm, selector.width, first_of) for arm in sw.arms]
         values = [self.switch_arm_value(arm) for arm in arms]
+        if selector.width is None:
+            raise CheckError  # the selector is refused; its arms are checked
         if result is None:
             result = self.common_width(values, sw)
         sel_name = self.fs.temporary("sel")
@@ -718,7 +741,7 @@ class Checker:
     def expr_Name(self, e: ast.Name):
         binding = self.fs.lookup(e.id)
         if binding is None:
-            return self.refuse(e, f"the global '{e.id}' is outside the AOT subset",
+            return self.refuse(e, f"{self.outer_name(e.id)} is outside the AOT subset",
                                "use a parameter or a local; module aliases like `local f32 = nupp.math.f32` "
                                "are resolved only in calls")
         if binding.kind in ("span", "element"):
@@ -997,6 +1020,8 @@ class Checker:
         if call is not None:
             return call
         name = ".".join(path) if path else "this function"
+        if len(path) == 1 and path[0] in self.module_names:
+            name = self.outer_name(path[0])
         return self.refuse(e, f"the call to {name} is outside the AOT subset",
                            "an @aot function calls nupp.math.*, math.sqrt/abs/floor/ceil/min/max "
                            "and @aot functions defined earlier in the module")

@@ -148,7 +148,7 @@ class _Validator:
         if func.returns is None:
             self.error(func, f"@aot function '{name}' must declare its return type",
                        "write `): nil` for a function that returns nothing, or `): number` etc.")
-        elif func.returns.name != "nil" and func.returns.name not in SCALAR_TYPES:
+        elif func.returns.args or (func.returns.name != "nil" and func.returns.name not in SCALAR_TYPES):
             self.error(func.returns, f"unknown return type '{_type_text(func.returns)}' of @aot function '{name}'",
                        "a result is one of: " + ", ".join(sorted(SCALAR_TYPES)) + ", nil")
 

@@ -88,7 +88,7 @@ end
 local function h(x: int32): nil
     f = 1
 end
-""", 11, 5, ["assignment to the global 'f' is outside the AOT subset"]),
+""", 11, 5, ["assignment to the @aot function 'f' (defined at 1:1) is outside the AOT subset"]),
     ("a parameter named like the callee", CALLEE + """@aot
 local function g(f: int32): int32
     return f(1)
@@ -225,6 +225,46 @@ local function f(x: int64, c: uint32): int64
     return x + c
 end
 """, 3, 12, ["mixes int64 and uint32", "local w: int64 = x"]),
+    # what tests/test_checker_fuzz.py found
+    ("a switch over a refused selector", """@aot
+local function f(): nil
+    local s: uint32 = switch undefined do
+        case 1 -> 7
+        else -> 0
+    end
+end
+""", 3, 30, ["the global 'undefined' is outside the AOT subset"]),
+    ("a refused switch still declares its local", """@aot
+local function f(b: boolean): int32
+    local r: int32 = switch b do
+        case 1 -> 1
+        else -> 2
+    end
+    return r
+end
+""", 3, 29, ["a switch selector must be a number, int32 or uint32, not a boolean"]),
+    ("a result type with type arguments", HEADER + """@aot
+local function f(x: int32): int32<P>
+    return x
+end
+""", HEADER_LINES + 2, 29, ["unknown return type 'int32<P>' of @aot function 'f'"]),
+    ("assignment to a module's local", """local limit = 10
+@aot
+local function f(x: int32): int32
+    limit = x
+    return x
+end
+""", 4, 5, ["assignment to the module's local 'limit' (declared at 1:1) is outside the AOT subset"]),
+    ("a module alias hidden by a local function", """local sqrt = math.sqrt
+local function sqrt(x)
+    return -1
+end
+@aot
+local function g(x: number): number
+    return sqrt(x)
+end
+print(g(4))
+""", 7, 12, ["the call to the module's local function 'sqrt' (declared at 2:1) is outside the AOT subset"]),
 ]
 
 
