@@ -235,7 +235,7 @@ MANDELBROT = (
         ("span.new(Escape, 2), nil", "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, got nil)"),
         ("span.new(Escape, 2), 3", "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, got 3)"),
         ("span.new(Escape, 2), span.new(Pixel, 2)[1]",
-         "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, got cdata)"),
+         "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, got Pixel element)"),
         ("span.new(Escape, 2), span.new(Pixel, 2), 0",
          "bad argument #3 to 'mandelbrot' (no value expected, got 0)"),
     ],

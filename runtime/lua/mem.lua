@@ -5,10 +5,15 @@
 -- the natural C layout of the declared field types, in order, so native code
 -- and NumPy structured arrays can share the memory.  Each C struct gets a
 -- fresh name (nupp_<counter>_<Name>): several modules may declare `Pixel`,
--- and one module may be loaded twice into a state.
+-- and one module may be loaded twice into a state.  The struct type (the
+-- ctype mem.struct returns) is not a constructor: calling it is refused with
+-- a message pointing at span.new and span.fromTable, because a struct value
+-- made by FFI conversion would skip the store rules below; a value of a
+-- struct is an element of a span.
 --
 -- Raw C field names are hidden names (__nf<i>, ...), never the declared ones,
--- so every `e.cx` goes through the metatype's guarded accessors:
+-- and only mem.lua ever holds a raw FFI reference to a struct; scripts reach
+-- the fields through elements, whose accessors enforce the store rules:
 --   * a float/number field is an anonymous union with its integer bits.  A
 --     read looks at the bits first and answers Lua's own NaN (0/0) for any
 --     NaN pattern; only a non-NaN is ever turned into a number.  LuaJIT
@@ -25,22 +30,35 @@
 --     wrap function to use.
 --
 -- Spans.  A span is a cdata struct
---     { T * const data; const double length, address, bytes; }
--- with a metatype, one span ctype per (element type, writability), so that
--- `#s` works (Lua 5.1 ignores __len on tables) and element access compiles
--- to pointer arithmetic.  A read-only span points at a twin struct type with
--- the same layout whose metatype refuses writes: read-only is a property of
--- the type, not a run-time flag.  The length is a double so a span over
+--     { const double length, address, bytes; }
+-- with a metatype, one span ctype per (struct, writability), so that `#s`
+-- works (Lua 5.1 ignores __len on tables) and a read-only span is a property
+-- of the type, not a run-time flag.  The three fields are all a span holds
+-- and all a script can read of it besides its methods: plain numbers, const
+-- so code cannot retarget a span, and no pointer, so nothing reachable from
+-- a script indexes memory unchecked.  The length is a double so a span over
 -- foreign memory may be longer than 2^31 - 1 (the host boundary refuses
 -- those); address and bytes (the extent, exact as doubles below 2^53) make
--- the boundary's overlap test plain arithmetic.  The fields are const, so
--- code cannot retarget a span.
+-- the boundary's overlap test plain arithmetic, and the accessors turn the
+-- address back into a pointer (a no-op conversion in compiled traces).
+--
+-- Elements.  `s[i]` is a table { s, i } (its span and index) with the
+-- (struct, writability) element metatable, whose __index/__newindex run the
+-- field accessors on the element's memory.  Holding its span, an element
+-- keeps its storage alive like any view.  The table costs an allocation
+-- per `s[i]` in the interpreter; in a compiled trace LuaJIT sinks it
+-- whenever the element does not escape (the `s[i].f = s[i].f + 1` loops
+-- and element locals of ordinary code), so the common path allocates
+-- nothing.  Lua code can rawset the two slots, so every access checks that
+-- slot 1 holds a span of the element's kind and slot 2 an index within it:
+-- a modified element can only name another element of such a span.  The
+-- metatable is protected (getmetatable gives false).  `#e` is the table's
+-- raw length (Lua 5.1 has no __len for tables); operators on spans and
+-- elements are refused naming them as declared.
 --
 -- Lifetime: a weak-keyed table maps every span cdata to the allocation it
--- views; sub and read-only views map to the same allocation, so any live
--- view keeps the memory.  An element reference (`local e = s[i]`) is a bare
--- FFI reference and does not: it is valid while some view of its span is
--- reachable (anchoring each reference would cost an allocation per access).
+-- views; sub and read-only views map to the same allocation, and elements
+-- hold their span, so any live view or element keeps the memory.
 local math_rt = ...
 local ffi = require("ffi")
 local bit = require("bit")
@@ -49,7 +67,11 @@ local band = bit.band
 local floor = math.floor
 local format = string.format
 local istype = ffi.istype
+local cast = ffi.cast
+local setmetatable = setmetatable
+local raw_getmetatable = debug.getmetatable
 local describe = math_rt.describe
+local type, tonumber, rawget = type, tonumber, rawget
 
 local mem = {}
 local span = {}
@@ -65,8 +87,15 @@ local ERR = {
     bad_field_name = "struct %s: invalid field name %s",
     duplicate_field = "struct %s: duplicate field '%s'",
     bad_struct_decl = "struct %s: fields must be an array of {name, type} pairs",
+    too_many_fields = "struct %s: %d fields, more than the %d a struct may have",
     bad_struct_name = "struct name must be a string, got %s",
+    struct_call = "cannot call struct type %s: its values are elements of spans, made with " ..
+        "span.new(%s, n) or span.fromTable(%s, {{field = value, ...}, ...})",
+    struct_member = "struct type %s has no member '%s': fields belong to its elements (s[i].field)",
+    not_struct_pattern = "case is <struct>: the name is bound to %s here, not to a struct type " ..
+        "(a local or parameter named like the struct hides it; rename one)",
     no_field = "%s has no field '%s'",
+    modified_element = "%s no longer names an element of a span (its table was modified)",
     store_bad_value = "cannot store %s in %s field '%s' of %s",
     store_not_integral = "cannot store %s in %s field '%s' of %s (use %s)",
     store_read_only = "cannot store to field '%s' of %s: the span is read-only",
@@ -76,6 +105,10 @@ local ERR = {
     index_type = "span index must be an integer, got %s",
     no_member = "span has no member '%s'",
     assign_element = "cannot assign to span element %s: assign its fields instead",
+    op_arithmetic = "attempt to perform arithmetic on %s",
+    op_concat = "attempt to concatenate %s",
+    op_compare = "attempt to compare %s",
+    op_call = "attempt to call %s",
     not_struct_type = "%s: struct type expected, got %s",
     bad_count = "span.new: element count must be a non-negative integer, got %s",
     no_memory = "span.new: cannot allocate %s elements of %s",
@@ -135,7 +168,7 @@ mem.FIELD_KINDS = FIELD_KINDS
 -------------------------------------------------------------------------------
 local function fail_store(field, v)
     local kind = field.kind
-    local got = describe(v)
+    local got = mem.describe(v)
     if kind.bits and type(v) == "number" then
         error(format(ERR.store_not_integral, got, field.type, field.name, field.struct_name, kind.wrap),
             STORE_ERROR_LEVEL)
@@ -281,7 +314,7 @@ end
 -------------------------------------------------------------------------------
 -- Struct declaration
 -------------------------------------------------------------------------------
-local struct_by_ctype_id = {} -- tonumber(ctype) -> info (both twins)
+local struct_by_ctype_id = {} -- tonumber(ctype) -> info
 local c_name_counter = 0
 
 -- The type ID of a ctype object (tonumber gives it), nil for anything else.
@@ -320,7 +353,8 @@ local function check_field_decl(name, decl, seen)
 end
 
 local function parse_fields(name, decls)
-    if type(decls) ~= "table" or #decls > MAX_STRUCT_FIELDS then error(format(ERR.bad_struct_decl, name), 3) end
+    if type(decls) ~= "table" then error(format(ERR.bad_struct_decl, name), 3) end
+    if #decls > MAX_STRUCT_FIELDS then error(format(ERR.too_many_fields, name, #decls, MAX_STRUCT_FIELDS), 3) end
     local fields, seen = {}, {}
     for i = 1, #decls do
         local fname, ftype = check_field_decl(name, decls[i], seen)
@@ -329,56 +363,21 @@ local function parse_fields(name, decls)
     return fields
 end
 
-local function no_field(info, key)
-    error(format(ERR.no_field, info.name, tostring(key)), 3)
-end
-
-local function element_tostring(info, getters)
-    return function(e)
-        local parts = {}
-        for i, field in ipairs(info.fields) do
-            parts[i] = field.name .. " = " .. tostring(getters[field.name](e))
-        end
-        return info.name .. " { " .. table.concat(parts, ", ") .. " }"
-    end
-end
-
-local function element_index(info, getters)
-    return function(e, k)
-        local get = getters[k]
-        if get == nil then no_field(info, k) end
-        return get(e)
-    end
-end
-
--- The metatype of a writable element (`T` / `T &`).
-local function writable_element_mt(info, getters, setters)
+-- The struct type itself: calling it or indexing it is refused (see the
+-- header).  Raw references of the struct never index a missing field.
+local function struct_type_mt(info)
+    local name = info.name
+    local function no_member(_, k) error(format(ERR.struct_member, name, tostring(k)), 2) end
     return {
-        __index = element_index(info, getters),
-        __newindex = function(e, k, v)
-            local set = setters[k]
-            if set == nil then no_field(info, k) end
-            set(e, v)
-        end,
-        __tostring = element_tostring(info, getters),
+        __new = function() error(format(ERR.struct_call, name, name, name), 2) end,
+        __index = no_member,
+        __newindex = no_member,
     }
 end
 
--- The metatype of the read-only twin: same getters, every store refused.
-local function read_only_element_mt(info, getters)
-    return {
-        __index = element_index(info, getters),
-        __newindex = function(_, k)
-            if getters[k] == nil then no_field(info, k) end
-            error(format(ERR.store_read_only, tostring(k), info.name), 2)
-        end,
-        __tostring = element_tostring(info, getters),
-    }
-end
+local define_kinds -- forward: elements and spans section
 
-local define_span_types -- forward: spans section
-
--- mem.struct(name, fields) -> T (an FFI ctype with the guarded metatype).
+-- mem.struct(name, fields) -> T (an FFI ctype; see the header).
 function mem.struct(name, decls)
     if type(name) ~= "string" then error(format(ERR.bad_struct_name, describe(name)), 2) end
     local fields = parse_fields(name, decls)
@@ -388,45 +387,127 @@ function mem.struct(name, decls)
         setters[field.name] = compile_accessor(setter_source(field), field)
         body[i] = field_c_decl(field)
     end
-    local c_body = table.concat(body, " ")
-    local T, c_name = declare_c_struct(name, c_body)
-    local T_ro = declare_c_struct(name .. "_ro", c_body)
-    local info = { name = name, c_name = c_name, fields = {}, size = ffi.sizeof(T), align = ffi.alignof(T) }
+    local T, c_name = declare_c_struct(name, table.concat(body, " "))
+    local info = {
+        name = name, c_name = c_name, fields = {}, size = ffi.sizeof(T), align = ffi.alignof(T),
+        ctype = T, pointer_ctype = ffi.typeof("$ *", T), vla_ctype = ffi.typeof("$[?]", T),
+    }
     for i, field in ipairs(fields) do
         info.fields[i] = { name = field.name, type = field.type, offset = ffi.offsetof(T, field.raw.value) }
     end
-    ffi.metatype(T, writable_element_mt(info, getters, setters))
-    ffi.metatype(T_ro, read_only_element_mt(info, getters))
-    info.ctype, info.read_only_ctype = T, T_ro
+    ffi.metatype(T, struct_type_mt(info))
     struct_by_ctype_id[ctype_id(T)] = info
-    struct_by_ctype_id[ctype_id(T_ro)] = info
-    define_span_types(info)
+    define_kinds(info, getters, setters)
     return T
 end
 
 -- mem.struct_info(T) -> { name=, fields={{name=, type=, offset=}...}, size=,
--- align=, c_name= } for a type from mem.struct (or its read-only twin).
--- Shared: treat as read-only.
+-- align=, c_name= } for a type from mem.struct.  Shared: treat as read-only.
 function mem.struct_info(T)
     local id = ctype_id(T)
     return id and struct_by_ctype_id[id]
 end
 
 -------------------------------------------------------------------------------
--- Spans
+-- Elements and spans: one kind per (struct, writability)
 -------------------------------------------------------------------------------
+-- kind = { struct = info, element = T, writable =, ctype = the span ctype,
+--          element_mt =, type_text = "span.WriteSpan<T>", value_text =
+--          "span.Span<T>" or "read-only span.Span<T>", element_text =
+--          "T element" or "read-only T element", reference = function(e) }
 local anchors = setmetatable({}, { __mode = "k" }) -- span cdata -> memory owner
 local span_kind_by_ctype_id = {} -- tonumber(span ctype) -> kind
+local element_kind_by_mt = {} -- element metatable -> kind
 
 local function span_kind_of(v)
     if type(v) ~= "cdata" then return nil end
     return span_kind_by_ctype_id[tonumber(ffi.typeof(v))]
 end
 
+local function element_kind_of(v)
+    if type(v) ~= "table" then return nil end
+    return element_kind_by_mt[raw_getmetatable(v)]
+end
+
+-- How a value reads in an error text: a span, element or struct type as
+-- declared, anything else as math_rt.describe shows it.
 local function describe_any(v)
     local kind = span_kind_of(v)
     if kind then return kind.value_text end
+    kind = element_kind_of(v)
+    if kind then return kind.element_text end
+    local info = mem.struct_info(v)
+    if info then return "struct type " .. info.name end
     return describe(v)
+end
+
+-- Operators a span or element does not have, refused naming it (LuaJIT's own
+-- texts would name the internal C type).
+local function refuse_operators(mt, text)
+    local function refusal(message)
+        return function() error(format(message, text), 2) end
+    end
+    local arithmetic = refusal(ERR.op_arithmetic)
+    for _, event in ipairs({ "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__unm" }) do
+        mt[event] = arithmetic
+    end
+    mt.__concat = refusal(ERR.op_concat)
+    mt.__lt = refusal(ERR.op_compare)
+    mt.__le = mt.__lt
+    mt.__call = refusal(ERR.op_call)
+    return mt
+end
+
+-- The raw reference to the memory an element names, after checking its two
+-- slots (see the header).  Raises at: this (1), __index/__newindex (2), the
+-- code that used the element (3).
+local function element_reference(kind)
+    local SPAN, POINTER = kind.ctype, kind.struct.pointer_ctype
+    local text = kind.element_text
+    return function(e)
+        local s, i = rawget(e, 1), rawget(e, 2) -- not e[1]: a deleted slot would recurse into __index
+        if istype(SPAN, s) and type(i) == "number" and i >= 1 and i <= s.length then
+            return cast(POINTER, s.address)[i - 1]
+        end
+        error(format(ERR.modified_element, text), 3)
+    end
+end
+
+local function no_field(info, key)
+    error(format(ERR.no_field, info.name, tostring(key)), 3)
+end
+
+local function element_mt(kind, getters, setters)
+    local info, reference = kind.struct, kind.reference
+    local mt = {
+        __index = function(e, k)
+            local get = getters[k]
+            if get == nil then no_field(info, k) end
+            return get(reference(e))
+        end,
+        __tostring = function(e)
+            local ref, parts = reference(e), {}
+            for i, field in ipairs(info.fields) do
+                parts[i] = field.name .. " = " .. tostring(getters[field.name](ref))
+            end
+            return info.name .. " { " .. table.concat(parts, ", ") .. " }"
+        end,
+        __eq = info.element_eq,
+        __metatable = false,
+    }
+    if kind.writable then
+        mt.__newindex = function(e, k, v)
+            local set = setters[k]
+            if set == nil then no_field(info, k) end
+            set(reference(e), v)
+        end
+    else
+        mt.__newindex = function(_, k)
+            if getters[k] == nil then no_field(info, k) end
+            error(format(ERR.store_read_only, tostring(k), info.name), 2)
+        end
+    end
+    return refuse_operators(mt, kind.element_text)
 end
 
 local function index_error(s, k)
@@ -442,75 +523,85 @@ end
 local span_methods = {}
 
 local function span_mt(kind)
-    return {
+    local element = kind.element_mt
+    return refuse_operators({
         __index = function(s, k)
             if type(k) == "number" then
-                if k >= 1 and k <= s.length and floor(k) == k then return s.data[k - 1] end
+                if k >= 1 and k <= s.length and floor(k) == k then return setmetatable({ s, k }, element) end
                 index_error(s, k)
             end
             local method = span_methods[k]
             if method ~= nil then return method end
             if is_int64_cdata(k) then
                 local i = tonumber(k)
-                if i == k and i >= 1 and i <= s.length then return s.data[i - 1] end
+                if i == k and i >= 1 and i <= s.length then return setmetatable({ s, i }, element) end
                 index_error(s, i)
             end
             if type(k) == "string" then error(format(ERR.no_member, k), 2) end
             error(format(ERR.index_type, describe(k)), 2)
         end,
         __newindex = function(_, k)
+            if type(k) == "string" then error(format(ERR.no_member, k), 2) end
             error(format(ERR.assign_element, describe(k)), 2)
         end,
         __len = function(s) return s.length end,
         __tostring = function(s) return format("%s (%s elements)", kind.value_text, describe(s.length)) end,
-    }
+    }, kind.value_text)
 end
 
 local function span_type_text(info, writable)
     return format(writable and "span.WriteSpan<%s>" or "span.Span<%s>", info.name)
 end
 
-function define_span_types(info)
+function define_kinds(info, getters, setters)
+    -- one __eq for both kinds, so a read-only element equals its writable twin
+    info.element_eq = function(a, b)
+        return element_kind_of(a).reference(a) == element_kind_of(b).reference(b)
+    end
     for _, writable in ipairs({ true, false }) do
-        local elem = writable and info.ctype or info.read_only_ctype
-        local ct = ffi.typeof("struct { $ * const data; const double length, address, bytes; }", elem)
+        local prefix = writable and "" or "read-only "
         local kind = {
-            struct = info, element = info.ctype, writable = writable, ctype = ct,
-            pointer_ctype = ffi.typeof("$ *", elem),
+            struct = info, element = info.ctype, writable = writable,
+            ctype = ffi.typeof("struct { const double length, address, bytes; }"),
             type_text = span_type_text(info, writable),
-            value_text = (writable and "" or "read-only ") .. span_type_text(info, false),
+            value_text = prefix .. span_type_text(info, false),
+            element_text = prefix .. info.name .. " element",
         }
-        ffi.metatype(ct, span_mt(kind))
-        span_kind_by_ctype_id[ctype_id(ct)] = kind
-        if writable then info.span_ctype = ct else info.read_only_span_ctype = ct end
+        kind.reference = element_reference(kind)
+        kind.element_mt = element_mt(kind, getters, setters)
+        ffi.metatype(kind.ctype, span_mt(kind))
+        span_kind_by_ctype_id[ctype_id(kind.ctype)] = kind
+        element_kind_by_mt[kind.element_mt] = kind
+        info[writable and "span_ctype" or "read_only_span_ctype"] = kind.ctype
         info[writable and "span_kind" or "read_only_span_kind"] = kind
     end
-    info.vla_ctype = ffi.typeof("$[?]", info.ctype)
 end
 
-local function make_span(kind, data, length, owner)
-    local address = tonumber(ffi.cast("uintptr_t", data))
-    local s = kind.ctype(data, length, address, length * kind.struct.size)
+local function make_span(kind, address, length, owner)
+    local s = kind.ctype(length, address, length * kind.struct.size)
     anchors[s] = owner
     return s
 end
 
 local function struct_arg(fname, T)
     local info = mem.struct_info(T)
-    if info == nil or info.ctype ~= T then
-        error(format(ERR.not_struct_type, fname, describe(T)), 3)
-    end
+    if info == nil then error(format(ERR.not_struct_type, fname, describe_any(T)), 3) end
     return info
 end
 
 local function span_arg(fname, s)
     local kind = span_kind_of(s)
-    if kind == nil then error(format(ERR.not_span, fname, describe(s)), 3) end
+    if kind == nil then error(format(ERR.not_span, fname, describe_any(s)), 3) end
     return kind
 end
 
-local function is_count(n)
-    return type(n) == "number" and n >= 0 and floor(n) == n and n < 2 ^ 53
+-- A count as a span length, or nil: a non-negative integer below 2^53, with
+-- -0 read as 0 (a length is an integer, and -0 would show as "-0 elements").
+local function as_count(n)
+    if type(n) == "number" and n >= 0 and floor(n) == n and n < 2 ^ 53 then
+        return n == 0 and 0 or n
+    end
+    return nil
 end
 
 -- ffi.new takes a VLA count modulo 2^32 (2^32 elements silently allocate
@@ -522,13 +613,18 @@ local function allocate_zeroed(info, n)
     return ok and ffi.sizeof(block) == n * info.size and block
 end
 
+local function address_of(pointer)
+    return tonumber(cast("uintptr_t", pointer))
+end
+
 -- span.new(T, n): n zeroed elements.
 function span.new(T, n)
     local info = struct_arg("span.new", T)
-    if not is_count(n) then error(format(ERR.bad_count, describe(n)), 2) end
-    local block = n * info.size < MAX_ALLOCATION_BYTES and allocate_zeroed(info, n)
-    if not block then error(format(ERR.no_memory, describe(n), info.name), 2) end
-    return make_span(info.span_kind, block, n, block)
+    local count = as_count(n)
+    if count == nil then error(format(ERR.bad_count, describe_any(n)), 2) end
+    local block = count * info.size < MAX_ALLOCATION_BYTES and allocate_zeroed(info, count)
+    if not block then error(format(ERR.no_memory, describe(count), info.name), 2) end
+    return make_span(info.span_kind, address_of(block), count, block)
 end
 
 -- Strips the "chunk:line: " position from a store error for re-raising.
@@ -544,12 +640,12 @@ end
 -- the store rules; absent fields stay zero.
 function span.fromTable(T, rows)
     local info = struct_arg("span.fromTable", T)
-    if type(rows) ~= "table" then error(format(ERR.not_table, describe(rows)), 2) end
+    if type(rows) ~= "table" then error(format(ERR.not_table, describe_any(rows)), 2) end
     local n = #rows
-    local s = span.new(T, n)
+    local s = span.new(info.ctype, n)
     for i = 1, n do
         local row = rows[i]
-        if type(row) ~= "table" then error(format(ERR.bad_row, i, describe(row)), 2) end
+        if type(row) ~= "table" then error(format(ERR.bad_row, i, describe_any(row)), 2) end
         local ok, err = pcall(store_row, s[i], row)
         if not ok then error(format(ERR.row_store, i, bare_message(err)), 2) end
     end
@@ -560,8 +656,7 @@ end
 function span.readonly(s)
     local kind = span_arg("span.readonly", s)
     if not kind.writable then return s end
-    local ro_kind = kind.struct.read_only_span_kind
-    return make_span(ro_kind, ffi.cast(ro_kind.pointer_ctype, s.data), s.length, anchors[s])
+    return make_span(kind.struct.read_only_span_kind, s.address, s.length, anchors[s])
 end
 
 function span.isSpan(v)
@@ -579,20 +674,19 @@ function span_methods.sub(s, first, last)
     local n = s.length
     if last == nil then last = n end
     for _, v in ipairs({ first, last }) do
-        if not is_integral_number(v) then error(format(ERR.sub_not_integer, describe(v)), 2) end
+        if not is_integral_number(v) then error(format(ERR.sub_not_integer, describe_any(v)), 2) end
     end
     if first < 1 or last > n or first > last + 1 then
         error(format(ERR.sub_range, describe(first), describe(last), describe(n)), 2)
     end
-    return make_span(kind, s.data + (first - 1), last - first + 1, anchors[s])
+    local address = s.address + (first - 1) * kind.struct.size
+    return make_span(kind, address, last - first + 1, anchors[s])
 end
 
 -------------------------------------------------------------------------------
--- For the host boundary and host code
+-- For the host boundary, host code and translated code
 -------------------------------------------------------------------------------
--- mem.span_kind(v) -> nil, or { struct=info, element=T, writable=,
--- ctype=, type_text="span.WriteSpan<T>", value_text="span.Span<T>" or
--- "read-only span.Span<T>" }.
+-- mem.span_kind(v) -> nil, or the kind of span v (see above).
 mem.span_kind = span_kind_of
 
 -- mem.span_types(T) -> writable span ctype, read-only span ctype (for
@@ -607,8 +701,6 @@ function mem.span_type_text(T, writable)
     return span_type_text(struct_arg("mem.span_type_text", T), writable)
 end
 
--- How a value reads in an error text: "span.Span<T>", "read-only
--- span.Span<T>", or math_rt.describe's text.
 mem.describe = describe_any
 
 -- mem.span_info(s) -> { element=T, length=, writable=, address=, bytes= }
@@ -631,43 +723,42 @@ function mem.spans_overlap(a, b)
 end
 
 -- mem.span_pointer_getter(T) -> function(s) giving a span's elements as a
--- `T *` (a read-only span's twin pointer cast back), for native calls whose
--- C signatures name T.  The caller has checked that s is a span of T.
+-- `T *`, for native calls whose C signatures name T.  The caller has checked
+-- that s is a span of T.
 function mem.span_pointer_getter(T)
-    local info = struct_arg("mem.span_pointer_getter", T)
-    local read_only_span, pointer = info.read_only_span_ctype, ffi.typeof("$ *", T)
-    return function(s)
-        if istype(read_only_span, s) then return ffi.cast(pointer, s.data) end
-        return s.data
-    end
+    local pointer = struct_arg("mem.span_pointer_getter", T).pointer_ctype
+    return function(s) return cast(pointer, s.address) end
 end
 
 -- mem.span_at(T, pointer_or_address, n, writable, owner): a span over
 -- memory the runtime did not allocate (a NumPy array, say); `owner` is kept
--- alive as long as the span or any view of it.  No bounds are known here:
--- the caller vouches for n elements.
+-- alive as long as the span or any view or element of it.  No bounds are
+-- known here: the caller vouches for n elements.
 function mem.span_at(T, where, n, writable, owner)
     local info = struct_arg("mem.span_at", T)
-    if not is_count(n) then error(format(ERR.bad_count, describe(n)), 2) end
+    local count = as_count(n)
+    if count == nil then error(format(ERR.bad_count, describe_any(n)), 2) end
     local kind = writable and info.span_kind or info.read_only_span_kind
-    local data
+    local address
     if type(where) == "number" then
-        data = ffi.cast(kind.pointer_ctype, ffi.cast("uintptr_t", where))
+        address = where
     elseif type(where) == "cdata" then
-        data = ffi.cast(kind.pointer_ctype, where)
+        address = address_of(where)
     else
-        error(format(ERR.bad_address, describe(where)), 2)
+        error(format(ERR.bad_address, describe_any(where)), 2)
     end
-    return make_span(kind, data, n, owner)
+    return make_span(kind, address, count, owner)
 end
 
--- mem.is_struct(T, v): is v a value of struct T (an element of any span of T,
--- writable or read-only)?  Backs `case is T` in a switch.
+-- mem.is_struct(T, v): is v an element of a span of struct T (writable or
+-- read-only)?  Backs `case is T` in a switch, called straight from the
+-- switch: a T that is not a struct type means the pattern's name is bound
+-- to something else there, which would silently never match.
 function mem.is_struct(T, v)
-    if type(v) ~= "cdata" then return false end
     local info = mem.struct_info(T)
-    if info == nil then return false end
-    return ffi.istype(info.ctype, v) or ffi.istype(info.read_only_ctype, v)
+    if info == nil then error(format(ERR.not_struct_pattern, describe_any(T)), 2) end
+    local kind = element_kind_of(v)
+    return kind ~= nil and kind.struct == info
 end
 
 return mem

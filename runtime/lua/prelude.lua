@@ -62,7 +62,6 @@ function __nupp.is_ctype(ctype_name, value)
     return type(value) == "cdata" and ffi.istype(ctype_name, value)
 end
 
--- `case is Pixel`: a struct value or an element reference of a span of Pixel
-function __nupp.is_struct(struct_type, value)
-    return mem.is_struct(struct_type, value)
-end
+-- `case is Pixel`: an element of a span of Pixel (called straight from the
+-- switch, so a refused pattern points at it)
+__nupp.is_struct = mem.is_struct
