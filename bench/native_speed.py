@@ -56,9 +56,9 @@ def per_call_cost(calls: int) -> tuple[float, float]:
         host = Host(mode="scalar")
         source = Source(str(path), TRIVIAL)
         native = host.native_module(source)
-        exports = host.lua.execute(host.translate(source))
+        exports = host.load_module(source, native)
         symbol, _ = native.functions["inc"]
-        lib = host.lua.eval("__nupp.native.load")(native.library, native.cdef, host.lua.table())
+        lib = host.internals.native.load(native.library, native.cdef, host.lua.table())
         raw = lib["lib"][symbol]
         out = host.lua.eval('require("ffi").new("int32_t[1]")')
         best = [float("inf"), float("inf")]

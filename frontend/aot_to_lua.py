@@ -24,7 +24,7 @@ from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.widths import Width
 
 OPS_TABLE = "__nupp_ops"
-BIT = "__nupp_bit"
+BIT = "__nupp_bitlib"  # LuaJIT's `bit` library itself (ordinary code's `__nupp_bit` names the checked operators)
 
 _NUMBER_WIDTHS = ("f64", "i32", "u32")
 _LUA_COMPARE = {"eq": "==", "ne": "~=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}

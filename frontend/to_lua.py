@@ -19,10 +19,11 @@ node that slips through, so nothing is emitted half-translated.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, is_dataclass, replace
 
 from nupp.frontend import ast
-from nupp.frontend.aot_to_lua import OPS_TABLE, AotToLua
+from nupp.frontend.aot_to_lua import BIT, OPS_TABLE, AotToLua
 from nupp.frontend.checker import check_module
 from nupp.frontend.diagnostics import Source
 from nupp.frontend.parser import parse
@@ -54,7 +55,7 @@ def translate(source: Source, native: NativeModule | None = None) -> str:
     chunk = parse(source)
     module = check_module(source, chunk)  # validates too: every diagnostic of the file at once
     lowered = ToLua(source, module, native).chunk(chunk)
-    return LuaWriter().chunk(lowered)
+    return _with_header(LuaWriter().chunk(lowered))
 
 
 def translate_text(text: str, path: str = "<string>") -> str:
@@ -83,17 +84,28 @@ def _table(items, span: ast.Span) -> ast.Table:
                            for k, v in items), span)
 
 
-def _prelude() -> ast.Local:
-    """Bound on line 1 of every translated chunk, so user code that shadows
-    `bit`, `math` or `type` cannot change what the translation means."""
-    top = ast.Span(1, 1, 1, 1)
-    bindings = (("__nupp", _name("__nupp", top)),
-                ("__nupp_bit", _call("require", (_str("bit", top),), top)),
-                ("__nupp_floor", ast.Field(_name("math", top), "floor", top)),
-                ("__nupp_type", _name("type", top)),
-                (OPS_TABLE, ast.Field(_name("__nupp", top), "ops", top)))
-    return ast.Local(tuple(ast.Param(n, span=top) for n, _ in bindings),
-                     tuple(v for _, v in bindings), top)
+# ---- the header on line 1 (runtime owner) ------------------------------------
+# The runtime's internals a translation names, each bound once on line 1 to a
+# local, so user code that shadows `bit`, `math` or `type` cannot change what
+# the translation means: local -> field of the internals (None: the internals
+# themselves).  Only those a chunk uses are bound, so a plain Lua program keeps
+# all of LuaJIT's 200 locals.  runtime/lua/chunks.lua loads a translation into
+# an environment holding only `__nupp`, `setfenv` and `_G`; the header's
+# `setfenv(1, _G)` moves the chunk to the globals, where nothing of nupp is.
+RUNTIME_LOCALS = {"__nupp": None, "__nupp_bit": "bit_operators", "__nupp_floor": "floor_quotient",
+                  "__nupp_type": "type", OPS_TABLE: "ops", BIT: "bit"}
+_RESERVED_WORD = re.compile(r"\b__nupp\w*")  # a program's own names never start so (validate.py)
+
+
+def _with_header(lua: str) -> str:
+    """`local __nupp, ... = __nupp, __nupp.bit_operators, ...; setfenv(1, _G); ` + the
+    translation.  (A `__nupp...` inside a string literal only binds a local too many.)"""
+    used = set(_RESERVED_WORD.findall(lua))
+    names = [n for n in RUNTIME_LOCALS if n in used]
+    values = ["__nupp" if RUNTIME_LOCALS[n] is None else f"__nupp.{RUNTIME_LOCALS[n]}" for n in names]
+    bind = f"local {', '.join(names)} = {', '.join(values)}; " if names else ""
+    return f"{bind}setfenv(1, _G); {lua}"
+# ---- end of the header
 
 
 def _end_span(node) -> ast.Span:
@@ -119,7 +131,7 @@ class ToLua:
     # ---- generic traversal
     def chunk(self, chunk: ast.Chunk) -> ast.Chunk:
         body = self.block(chunk.body)
-        prelude = (_prelude(),) + ((self.native_prelude(),) if self.native else ())
+        prelude = (self.native_prelude(),) if self.native else ()
         return ast.Chunk(ast.Block(prelude + body.stats, body.span), chunk.span)
 
     def native_prelude(self) -> ast.Local:

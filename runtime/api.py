@@ -58,13 +58,6 @@ RESULTS = {"number": float, "double": float, "float": float, "int32": int, "uint
 
 TWO_53, TWO_63, TWO_64 = 2 ** 53, 2 ** 63, 2 ** 64
 
-_SPAN_FOR = """
-function(T, address, n, writable, owner)
-    return __nupp.mem.span_at(T, address, n, writable, owner)
-end
-"""
-
-
 class NuppModule:
     """A loaded .nupp module: its @aot functions as Python callables, its structs as dtypes."""
 
@@ -78,12 +71,13 @@ class NuppModule:
         # how the @aot functions run: "interp", "scalar" or lane<gang>-<tier> (nupp.executions' name)
         self.execution = native.mode if native is not None else "interp"
         exports = _exports_of(self._host, source, native)
+        internals = self._host.internals
         self._call = lua.eval(_CALL)
-        self._span_for = lua.eval(_SPAN_FOR)
-        self._signatures = lua.eval("__nupp.boundary.signatures")
-        self._int64_cdata = lua.eval("__nupp.boundary.int64_cdata")
-        self._wide_integer = lua.eval("__nupp.boundary.wide_integer")
-        self._struct_info = lua.eval("__nupp.mem.struct_info")
+        self._span_for = internals.mem.span_at
+        self._signatures = internals.boundary.signatures
+        self._int64_cdata = internals.boundary.int64_cdata
+        self._wide_integer = internals.boundary.wide_integer
+        self._struct_info = internals.mem.struct_info
         self._exports = dict(exports.items())
         self._dtypes: dict[str, np.dtype] = {}
         for name, value in self._exports.items():
@@ -138,11 +132,9 @@ class NuppModule:
         if span is None:
             return value  # the boundary refuses it with its own words
         struct, want = span
-        if value.dtype != want or value.ndim != 1 or not value.flags.c_contiguous:
-            name = self._struct_info(struct)["name"]
-            raise NuppRuntimeError(
-                f"bad argument #{index + 1} to '{signature['name']}' (a contiguous 1-d array of the "
-                f"dtype of {name} expected, got {value.ndim}-d array of dtype {value.dtype})")
+        problem = _span_array_problem(value, want, self._struct_info(struct)["name"])
+        if problem is not None:
+            raise NuppRuntimeError(f"bad argument #{index + 1} to '{signature['name']}' ({problem})")
         return self._span_for(struct, value.ctypes.data, len(value), bool(value.flags.writeable), value)
 
     def _integer(self, n: int):
@@ -153,6 +145,19 @@ class NuppModule:
         if -TWO_63 <= n < TWO_64:
             return self._int64_cdata(n >> 32, n & 0xFFFFFFFF, n >= TWO_63)
         return self._wide_integer(str(n))
+
+
+def _span_array_problem(array: np.ndarray, dtype: np.dtype, struct: str) -> str | None:
+    """Why an array cannot be a span of `struct` (whose dtype is `dtype`), or None."""
+    if array.dtype != dtype:
+        return f"an array of the dtype of {struct} expected, got an array of dtype {array.dtype}"
+    if array.ndim != 1:
+        return f"a 1-d array expected, got a {array.ndim}-d array of shape {array.shape}"
+    if not array.flags.c_contiguous:
+        return (f"an array with contiguous elements expected, got a strided one (stride {array.strides[0]} "
+                f"bytes, element {array.itemsize}); np.ascontiguousarray makes a contiguous copy, "
+                "but a function does not write back through a copy")
+    return None
 
 
 def _exports_of(host: Host, source: Source, native):

@@ -24,6 +24,7 @@ import argparse
 import errno
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -115,11 +116,14 @@ def _kernel_list(text: str) -> tuple[str, ...]:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the command line as typed, for a script's `arg` (tests call main with argv: no program name)
+    args.command_line = [sys.argv[0], *sys.argv[1:]] if argv is None else ["nupp", *argv]
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(errors="surrogateescape")  # Lua source is bytes: emitted Lua keeps them
+    for stream in (sys.stdout, sys.stderr):  # Lua source and messages are bytes: keep them
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
     try:
         status = COMMANDS[args.command](args)
         _flush_output()
@@ -238,14 +242,26 @@ def cmd_run(args) -> int:
     host = Host(search_path=[Path(args.file).resolve().parent], mode=mode, cc=args.cc,
                 gang=int(args.gang) if args.gang else None, tier=args.tier)
     sys.stdout.flush()
+    # As under luajit, writing to a reader that went away ends the program (exit 141).
+    python_sigpipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        host.run_source(source, tuple(args.args))
+        host.run_source(source, tuple(args.args), _words_before_script(args))
     except LuaRunError as err:
-        host.lua.execute("io.stdout:flush()")
+        host.flush_output()  # the program's output comes before the error, as under luajit
         print(render_run_error(err), file=sys.stderr)
         return EXIT_ERROR
-    host.lua.execute("io.stdout:flush()")
+    finally:
+        host.flush_output()
+        signal.signal(signal.SIGPIPE, python_sigpipe)  # main() may be called in-process (tests)
     return EXIT_OK
+
+
+def _words_before_script(args) -> list[str]:
+    """The command line without the script and its arguments (`arg` holds them
+    at negative indices, as luajit holds its own there): nupp, run, options."""
+    words = args.command_line[:len(args.command_line) - len(args.args)]
+    del words[words.index(args.file, words.index("run") + 1)]
+    return words
 
 
 def cmd_check(args) -> int:

@@ -21,8 +21,13 @@ LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
 
 
+INTERNALS = "nupp.internals"  # the runtime's internals in the Lua registry
+
+
 def new_lua_runtime() -> "luajit21.LuaRuntime":
-    """A fresh LuaJIT 2.1 state with the globals `nupp` and `__nupp` installed.
+    """A fresh LuaJIT 2.1 state with the global `nupp` installed and the
+    runtime's internals in its registry (runtime_internals), out of reach of
+    the program's globals.
 
     A script must not reach the Python interpreter: lupa's `python` module
     (eval, builtins, attribute access) is removed, and the Python objects that
@@ -31,9 +36,15 @@ def new_lua_runtime() -> "luajit21.LuaRuntime":
     lua = luajit21.LuaRuntime(unpack_returned_tuples=True, register_eval=False, register_builtins=False,
                               attribute_filter=_no_python_attributes)
     lua.execute("python = nil; package.loaded.python = nil")
-    prelude = lua.eval("function(path, dir) return assert(loadfile(path))(dir) end")
-    prelude(str(LUA_DIR / "prelude.lua"), str(LUA_DIR))
+    prelude = lua.eval("function(path, dir, key) debug.getregistry()[key] = assert(loadfile(path))(dir) end")
+    prelude(str(LUA_DIR / "prelude.lua"), str(LUA_DIR), INTERNALS)
     return lua
+
+
+def runtime_internals(lua: "luajit21.LuaRuntime"):
+    """The internals table of a state made by new_lua_runtime (prelude.lua's
+    `__nupp`).  Ask before running a program, which may replace `debug`."""
+    return lua.eval(f'debug.getregistry()["{INTERNALS}"]')
 
 
 def _no_python_attributes(obj, name, is_setting):
@@ -51,31 +62,16 @@ class LuaRunError(Exception):
         return self.message
 
 
-# Runs a chunk under xpcall so the traceback is taken where the error happened.
-_RUN_CHUNK = """
-function(source, chunkname, ...)
-    local chunk, err = loadstring(source, chunkname)
-    if not chunk then return false, err, "" end
-    local function handler(e)
-        return {tostring(e), debug.traceback("", 2)}
-    end
-    local ok, result = xpcall(chunk, handler, ...)
-    if ok then return true, result, nil end
-    if type(result) == "table" then return false, result[1], result[2] end
-    return false, tostring(result), ""
-end
-"""
-
 _INSTALL_SEARCHER = """
-function(find_module)
+function(find_module, load_chunk)
     local function hex(c) return string.format("%02x", c:byte()) end
     -- Second in line, after package.preload: project modules come before
     -- anything on LuaJIT's own package.path.  The name travels as hex: lupa
     -- would decode it as UTF-8 and fail on other bytes.
     table.insert(package.loaders, 2, function(name)
-        local source, chunkname = find_module((name:gsub(".", hex)))
+        local source, chunkname, translated = find_module((name:gsub(".", hex)))
         if source == nil then return chunkname end
-        local chunk, err = loadstring(source, chunkname)
+        local chunk, err = load_chunk(source, chunkname, translated)
         if not chunk then error(err, 0) end
         return chunk
     end)
@@ -109,16 +105,25 @@ class Host:
         self.tier = tier
         self.search_path = [Path(p) for p in (search_path or [])]
         self.module_error: Exception | None = None  # raised in Python once Lua unwinds
-        self._run_chunk = self.lua.eval(_RUN_CHUNK)
-        self.lua.eval(_INSTALL_SEARCHER)(self._find_module)
+        self.internals = runtime_internals(self.lua)
+        chunks = self.internals.chunks
+        self._load_chunk, self._on_error = chunks.load, chunks.failure
+        self.flush_output = chunks.flush  # standard output, whatever the program did to `io`
+        self._xpcall = self.lua.eval("xpcall")
+        self.lua.eval(_INSTALL_SEARCHER)(self._find_module, self._load_chunk)
 
     # ---- running
-    def run_file(self, path: str | Path, args: tuple = ()) -> None:
-        source = Source.from_file(display_path(path))
-        self.run_source(source, args)
+    def run_file(self, path: str | Path, args: tuple = (), command: tuple = ()) -> None:
+        self.run_source(Source.from_file(display_path(path)), args, command)
 
-    def run_source(self, source: Source, args: tuple = ()) -> None:
-        self._run(self.translate(source), source.path, args)
+    def run_source(self, source: Source, args: tuple = (), command: tuple = ()) -> None:
+        """Run a script as `luajit SCRIPT ARGS` does: `...` is ARGS, and so is
+        the global `arg` from 1, with the script at 0 and the words of the
+        command line before it (`command`, e.g. ("nupp", "run")) at -n..-1."""
+        words = (*command, source.path, *args)
+        self.lua.globals()["arg"] = self.lua.table_from(
+            {i - len(command): lua_bytes(word) for i, word in enumerate(words)})
+        self._run(self.translate(source), "@" + source.path, args, translated=True)
 
     def translate(self, source: Source, native: NativeModule | None = None) -> str:
         """The Lua for a module in this host's mode (compiling its @aot functions if native,
@@ -158,28 +163,33 @@ class Host:
 
         tiered = with_deep_stack(tiered_module)(module, path, prefix, self.gang, self.tier)
         library = build_units(tiered.units, find_toolchain(self.cc), path)
-        cpu_tier = self.lua.eval("__nupp.native.cpu_tier")(str(library), tiered.cpu_tier_cdef,
-                                                            tiered.cpu_tier_symbol)
+        cpu_tier = self.internals.native.cpu_tier(str(library), tiered.cpu_tier_cdef, tiered.cpu_tier_symbol)
         return library, choose_tier(tiered.builds, int(cpu_tier), self.tier)
 
     def run_lua(self, text: str, chunkname: str = "=lua", args: tuple = ()) -> None:
         """Run plain Lua (no translation), e.g. as an oracle for the translator."""
-        self._run(text, chunkname, args, prefix="")
+        self._run(text, chunkname, args, translated=False)
 
     def load_module(self, source: Source, native: NativeModule | None = None):
         """Run a module as `require` would; the value it returns."""
-        return self._run(self.translate(source, native), source.path, ())
+        return self._run(self.translate(source, native), "@" + source.path, (), translated=True)
 
-    def _run(self, lua_text: str, path: str, args: tuple, prefix: str = "@"):
+    def _run(self, lua_text: str, chunkname: str, args: tuple, translated: bool):
         """Run a chunk; its first result.  A Lua error raises LuaRunError, a
-        required module that did not compile its own NuppError."""
+        required module that did not compile its own NuppError.  The chunk is
+        called by xpcall called from here: its caller is one C frame, as under
+        `luajit FILE`, so error levels and tracebacks are those of luajit."""
         self.module_error = None
-        ok, result, traceback = self._run_chunk(source_bytes(lua_text), prefix + path, *args)
+        chunk, problem = self._load_chunk(source_bytes(lua_text), chunkname, translated)
+        if chunk is None:
+            raise LuaRunError(str(problem), "")
+        outcome = self._xpcall(chunk, self._on_error, *map(lua_bytes, args))
         if self.module_error is not None:
             raise self.module_error
+        ok, *results = outcome if isinstance(outcome, tuple) else (outcome,)
         if not ok:
-            raise LuaRunError(str(result), str(traceback or ""))
-        return result
+            raise _run_error(results[0])
+        return results[0] if results else None
 
     def capture_output(self):
         """Redirect `print` and `io.write` into a buffer; returns a function giving the text so far."""
@@ -221,15 +231,30 @@ class Host:
         return None, "".join(f"\n\t{t}" for t in tried)
 
     def _load_module(self, path: Path):
+        """The source of a module file, its chunk name and whether it is a translation."""
         chunkname = "@" + display_path(path)
         if path.suffix == ".lua":
-            return path.read_bytes(), chunkname  # Lua source is bytes
+            return path.read_bytes(), chunkname, False  # Lua source is bytes
         try:
-            return source_bytes(self.translate(Source.from_file(display_path(path)))), chunkname
+            return source_bytes(self.translate(Source.from_file(display_path(path)))), chunkname, True
         except Exception as err:  # noqa: BLE001 - re-raised whole once Lua unwinds
             # Keep the diagnostics whole for the user; Lua only learns that it failed.
             self.module_error = err
             return None, f"\n\t{path}: nupp could not compile this module"
+
+
+def _run_error(failure) -> LuaRunError:
+    """The error of a failed chunk from what chunks.failure made of it (or, if
+    the handler itself failed, what xpcall says)."""
+    if luajit21.lua_type(failure) != "table":
+        return LuaRunError(str(failure), "")
+    message, traceback = (bytes.fromhex(failure[i]).decode("utf-8", "surrogateescape") for i in (1, 2))
+    return LuaRunError(message, traceback)
+
+
+def lua_bytes(value):
+    """A command-line word as the bytes it was (Python decodes them with surrogate escapes)."""
+    return os.fsencode(value) if isinstance(value, str) else value
 
 
 def module_name(name: bytes) -> tuple[str, str | None]:

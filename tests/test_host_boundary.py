@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nupp.runtime.host import new_lua_runtime
+from .lua_internals import lua_with_internals
 
 SETUP = r"""
 Pixel = __nupp.struct("Pixel", {{"cx", "float"}, {"cy", "float"}})
@@ -32,7 +32,7 @@ HEADER = (
 
 @pytest.fixture
 def lua():
-    lua = new_lua_runtime()
+    lua = lua_with_internals()
     lua.execute(SETUP)
     return lua
 

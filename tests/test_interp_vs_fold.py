@@ -15,10 +15,10 @@ import struct
 
 import pytest
 
-from nupp.frontend.aot_to_lua import AotToLua
+from nupp.frontend.aot_to_lua import BIT, OPS_TABLE, AotToLua
 from nupp.frontend.printer import LuaWriter
 from nupp.frontend import ast
-from nupp.runtime.host import new_lua_runtime
+from .lua_internals import lua_with_internals
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import FoldError, evaluate
 from nupp.scalar_ir.ops import OPS
@@ -58,7 +58,7 @@ def lua_function_for(op: str):
     lua_body = AotToLua("op.nupp").body(fn)
     func = ast.Function(ast.FuncBody(tuple(ast.Param(p.name) for p in params), False, None, lua_body))
     chunk = ast.Chunk(ast.Block((ast.Return((func,)),)))
-    return "local __nupp_ops, __nupp_bit = __nupp.ops, require('bit')\n" + LuaWriter().chunk(chunk)
+    return f"local {OPS_TABLE}, {BIT} = __nupp.ops, require('bit')\n" + LuaWriter().chunk(chunk)
 
 
 def to_lua_value(lua, value, width: Width):
@@ -78,7 +78,7 @@ def same(a, b) -> bool:
 
 @pytest.fixture(scope="module")
 def lua():
-    return new_lua_runtime()
+    return lua_with_internals()
 
 
 def run_op(lua, op: str, cases):

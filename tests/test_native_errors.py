@@ -262,8 +262,7 @@ API_CASES = {
         "bad argument #1 to 'k' (span.WriteSpan<S> expected, got read-only span.Span<S>)"),
     "array of the wrong dtype": (
         lambda m: ("k", _filled(m, 4), np.zeros(4, dtype=[("v", np.float64)]), 1),
-        "bad argument #2 to 'k' (a contiguous 1-d array of the dtype of S expected, got 1-d array of dtype "
-        "[('v', '<f8')])"),
+        "bad argument #2 to 'k' (an array of the dtype of S expected, got an array of dtype [('v', '<f8')])"),
     "integer division by zero": (lambda m: ("div", 7, 0), f":{line_of('return a % b')}: integer division by zero"),
     "failed assert": (lambda m: ("k", _filled(m, 4), _filled(m, 3), 1),
                       f":{line_of('assert(#out == #inp')}: length mismatch"),
@@ -316,9 +315,14 @@ def test_python_api_refuses_an_array_of_the_wrong_dtype_on_every_call(tmp_path, 
     kernels = load(str(Path(__file__).resolve().parents[1] / "bench" / "kernel-subset-spike" / "mixedwidth.nupp"))
     good = np.zeros(4, dtype=kernels.dtype("Sample"))
     for _ in range(2):
-        with pytest.raises(NuppRuntimeError, match=r"bad argument #2 to 'mix' \(a contiguous 1-d array of the "
-                                                   r"dtype of Sample expected, got 1-d array of dtype float64\)"):
+        with pytest.raises(NuppRuntimeError, match=r"bad argument #2 to 'mix' \(an array of the dtype of Sample "
+                                                   r"expected, got an array of dtype float64\)"):
             kernels.mix(good, np.zeros(4))
-        with pytest.raises(NuppRuntimeError, match="contiguous 1-d array"):
+        # a strided view has the right dtype: its layout is what is wrong
+        stride = 2 * good.itemsize
+        with pytest.raises(NuppRuntimeError, match=rf"bad argument #2 to 'mix' \(an array with contiguous elements "
+                                                   rf"expected, got a strided one \(stride {stride} bytes"):
             kernels.mix(good, good.copy()[::2])
+        with pytest.raises(NuppRuntimeError, match=r"\(a 1-d array expected, got a 2-d array of shape \(2, 2\)\)"):
+            kernels.mix(good, np.zeros((2, 2), dtype=good.dtype))
         assert kernels.mix(good, good.copy()) is None

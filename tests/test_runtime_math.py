@@ -854,9 +854,9 @@ def test_prelude_exposes_math():
     missing = [name for name in ("mem.lua", "boundary.lua") if not (LUA_DIR / name).exists()]
     if missing:
         pytest.skip(f"prelude needs {', '.join(missing)}, not written yet")
-    from nupp.runtime.host import new_lua_runtime
+    from .lua_internals import lua_with_internals
 
-    runtime = new_lua_runtime()
+    runtime = lua_with_internals()
     check = runtime.eval("function() return nupp.math.f32.add(1, 2), "
                          "nupp.math.f32 == __nupp.math.f32, "
                          "tostring(nupp.math.u64.wrap(-1)) end")

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from nupp.runtime.host import new_lua_runtime
+from .lua_internals import lua_with_internals
 
 # No newline, so a snippet's line numbers are its own.
 HEADER = (
@@ -26,7 +26,7 @@ POSITION = re.compile(r"^test:\d+: ")
 
 @pytest.fixture
 def lua():
-    lua = new_lua_runtime()
+    lua = lua_with_internals()
     lua.execute(
         'Pixel = __nupp.struct("Pixel", {{"cx", "float"}, {"cy", "float"}})\n'
         'Escape = __nupp.struct("Escape", {{"n", "int32"}, {"value", "number"}})\n'

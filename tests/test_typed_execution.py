@@ -230,5 +230,6 @@ def test_assert_failure_raises_its_message_with_position():
 def test_every_opcode_has_a_lua_rendering():
     from nupp.frontend.aot_to_lua import runtime_ops
     host = Host()
-    missing = [op for op in runtime_ops() if host.lua.eval(f'type(__nupp.ops["{op}"])') != "function"]
+    kind = host.lua.eval("function(ops, op) return type(ops[op]) end")
+    missing = [op for op in runtime_ops() if kind(host.internals.ops, op) != "function"]
     assert missing == []

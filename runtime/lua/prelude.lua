@@ -1,9 +1,11 @@
 -- The Nupp runtime, assembled once per LuaJIT state by runtime/host.py.
 --
--- Called with the folder holding these files.  Builds two globals:
---   nupp    the public runtime library (LANGUAGE.md section 5)
---   __nupp  the internal table that translated Nupp code calls into
---           (struct types, @aot registration, switch support)
+-- Called with the folder holding these files.  Builds one global, `nupp`, the
+-- public runtime library (LANGUAGE.md section 5), and returns the runtime's
+-- internals, `__nupp`: what translated Nupp code calls into (struct types,
+-- @aot registration, switch support, operators) and what the host uses.  They
+-- never become globals: chunks.lua hands them to each translated chunk, and
+-- the host keeps them in the Lua registry.
 local dir = ...
 
 local function load_part(name, ...)
@@ -16,6 +18,7 @@ local mem = load_part("mem", math_rt)
 local boundary = load_part("boundary", math_rt, mem)
 local ops = load_part("ops", math_rt)
 local native = load_part("native", boundary)
+local operators = load_part("operators")
 
 nupp = {
     math = {
@@ -28,13 +31,18 @@ nupp = {
     executions = native.executions_of,
 }
 
-__nupp = {
+local __nupp = {
     math = math_rt,
     mem = mem,
     boundary = boundary,
     struct = mem.struct,
     ops = ops,   -- the scalar IR's ops, for ordinary execution of @aot functions
     native = native,  -- compiled @aot functions
+    -- what the header of a translated chunk binds (frontend/to_lua.py)
+    bit = require("bit"),  -- for @aot functions' IR (frontend/aot_to_lua.py)
+    bit_operators = operators.bit,  -- & | ~ << >> of ordinary code
+    floor_quotient = operators.floor_quotient,  -- a // b is floor_quotient(a / b)
+    type = type,
 }
 
 -- ---- support for translated code (frontend/to_lua.py) ----------------------
@@ -65,3 +73,8 @@ end
 -- `case is Pixel`: an element of a span of Pixel (called straight from the
 -- switch, so a refused pattern points at it)
 __nupp.is_struct = mem.is_struct
+
+-- ---- the host's side (runtime/host.py) ---------------------------------------
+__nupp.chunks = load_part("chunks", __nupp)
+
+return __nupp
