@@ -16,6 +16,7 @@ library) or as a call of the runtime's function of the same name
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from nupp.frontend import ast
 from nupp.frontend.printer import lua_string
@@ -163,9 +164,13 @@ class AotToLua:
         return ast.UnOp("#", ast.Name(e.span, _span(e.loc)), _span(e.loc))
 
     def expr_Call(self, e: ir.Call):
+        if _spine_length(e) > SPINE_CHUNK:
+            return self.spine_function(e)
         return ast.Call(ast.Name(e.func, _span(e.loc)), tuple(self.expr(a) for a in e.args), _span(e.loc))
 
     def expr_Op(self, e: ir.Op):
+        if _spine_length(e) > SPINE_CHUNK:
+            return self.spine_function(e)
         span = _span(e.loc)
         args = tuple(self.expr(a) for a in e.args)
         form = NATIVE.get(e.op)
@@ -182,6 +187,48 @@ class AotToLua:
         if kind == "bit":
             return ast.Call(ast.Field(ast.Name(BIT, span), form[1], span), args, span)
         return args[0]  # "same": the value is unchanged
+
+    def spine_function(self, e):
+        """A long chain of calls nested in their first argument (`a + a + ...`
+        of int32 terms is one: each `+` a runtime call) as a function called on
+        the spot: the innermost operand goes into a local, then each
+        SPINE_CHUNK calls of the chain update it, in the order the nested
+        calls would run."""
+        spine = []
+        node = e
+        while _nests_first(node):
+            spine.append(node)
+            node = node.args[0]
+        span = _span(e.loc)
+        temp = ir.Var(SPINE_LOCAL, node.width, node.loc)
+        stmts = [ast.Local((ast.Param(SPINE_LOCAL, span=span),), (self.expr(node),), span)]
+        for end in range(len(spine), 0, -SPINE_CHUNK):
+            part = temp
+            for call in reversed(spine[max(0, end - SPINE_CHUNK):end]):
+                part = replace(call, args=(part,) + call.args[1:])
+            stmts.append(ast.Assign((ast.Name(SPINE_LOCAL, span),), (self.expr(part),), span))
+        stmts.append(ast.Return((ast.Name(SPINE_LOCAL, span),), span))
+        func = ast.FuncBody((), False, None, ast.Block(tuple(stmts), span), span)
+        return ast.Call(ast.Paren(ast.Function(func, span), span), (), span)
+
+
+# LuaJIT refuses calls nested about a hundred deep ("function or expression too
+# complex"), and any nesting past 200 syntax levels; a spine longer than
+# SPINE_CHUNK is cut into statements (`spine_function`).
+SPINE_CHUNK = 32
+SPINE_LOCAL = "__nupp_chain"
+
+
+def _nests_first(e) -> bool:
+    return isinstance(e, (ir.Op, ir.Call)) and bool(e.args)
+
+
+def _spine_length(e) -> int:
+    """How many calls are nested one in the first argument of the next, from `e` down."""
+    n = 0
+    while _nests_first(e):
+        n, e = n + 1, e.args[0]
+    return n
 
 
 def _signed(magnitude, suffix: str, negative: bool, span: ast.Span):

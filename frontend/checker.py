@@ -20,7 +20,7 @@ from typing import Iterator, Optional
 
 from nupp.frontend import ast
 from nupp.frontend.diagnostics import Diagnostic, NuppError, Source
-from nupp.frontend.literals import read_numeral
+from nupp.frontend.literals import read_numeral, string_value
 from nupp.frontend.types import SPAN_KINDS
 from nupp.frontend.validate import validation_diagnostics
 from nupp.scalar_ir import nodes as ir
@@ -614,7 +614,7 @@ class Checker:
             raise CheckError
         cond = self.condition(call.args[0])
         self.record_length_equality(cond)
-        return [ir.Assert(cond, _string_value(call.args[1].raw), _loc(call))]
+        return [ir.Assert(cond, string_value(call.args[1].raw), _loc(call))]
 
     def record_length_equality(self, cond) -> None:
         """`#a == #b`, alone or as a conjunct of `and`, proves a and b equal in length."""
@@ -1273,16 +1273,6 @@ def _round_f32(x: float) -> float:
         return struct.unpack("f", struct.pack("f", x))[0]
     except OverflowError:
         return float("inf") if x > 0 else float("-inf")
-
-
-def _string_value(raw: str) -> str:
-    if raw[:1] in "\"'":
-        import ast as pyast
-        try:
-            return pyast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            return raw[1:-1]
-    return raw.split("[", 2)[-1].rsplit("]", 2)[0]
 
 
 def _length_bound(start, stop, step: int) -> str:

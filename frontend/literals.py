@@ -174,3 +174,10 @@ def _unicode_escape(raw: str, at: int, out: bytearray) -> int:
             return close + 1
     raise StringLiteralError(at, "invalid escape sequence '\\u' (it takes a code point in braces, "
                                  "\\u{0} to \\u{10FFFF} without the surrogates D800-DFFF)", ESCAPES_HINT)
+
+
+def string_value(raw: str) -> str:
+    """A string literal's value as text, each byte that is not UTF-8 kept as
+    a surrogate escape (as `Source` keeps the file's): printed back into Lua
+    source, it gives LuaJIT the same bytes."""
+    return decode_string(raw).decode("utf-8", errors="surrogateescape")

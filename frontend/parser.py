@@ -18,6 +18,7 @@ from lark.exceptions import UnexpectedInput
 
 from nupp.frontend import ast
 from nupp.frontend.diagnostics import NuppError, Source, error_at
+from nupp.frontend.lexer import NuppLexer
 from nupp.frontend.literals import StringLiteralError, decode_string
 from nupp.frontend.syntax_errors import describe_syntax_error
 from nupp.frontend.nesting import check_nesting
@@ -30,7 +31,7 @@ GRAMMAR = Path(__file__).with_name("nupp.lark")
 def _lark() -> Lark:
     # lark keys its cache file by the grammar and options, so an edited grammar
     # never loads a stale parser; building the tables takes ~150 ms otherwise
-    return Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual", transformer=TreeBuilder(),
+    return Lark(GRAMMAR.read_text(), parser="lalr", lexer=NuppLexer, transformer=TreeBuilder(),
                 maybe_placeholders=True, cache=_grammar_cache())
 
 
@@ -47,10 +48,11 @@ def parse(source: Source) -> ast.Chunk:
     return _parse(source)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=1)
 def _parse(source: Source) -> ast.Chunk:
     # The tree is immutable, and a module is parsed both to compile its @aot
-    # functions and to translate it: the second parse is free.
+    # functions and then to translate it: the second parse is free.  Only the
+    # last module's tree is kept (a large one is a million objects).
     text = lua_text(source.text)
     try:
         chunk = _lark().parse(text)

@@ -1,0 +1,87 @@
+"""The lexer lark's LALR parser reads Nupp tokens from.
+
+It lexes with the terminals of `nupp.lark` (the grammar stays the one
+definition of every token), as lark's contextual lexer would, but with one
+regular expression for the whole language and positions counted in one
+place: lexing is most of the parse of a large program, and lark's lexer
+spends five Python calls on each token.
+
+Like lark's contextual lexer it asks the parser what may come next where that
+matters: a word that is a keyword only in some places (`case`, `is`,
+`struct`) is that keyword only where the parser takes it, a name elsewhere;
+and an operator the parser cannot take there gives way to the longest one it
+can (`>>` closing two type argument lists is two `>`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark import Token
+from lark.exceptions import UnexpectedCharacters
+from lark.lexer import Lexer
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# tried before any operator, in this order: what the operators must not cut short
+_LEADING = ("WS", "LONG_COMMENT", "LINE_COMMENT", "LONG_STRING", "STRING", "NUMBER", "NAME")
+
+
+class NuppLexer(Lexer):
+    __future_interface__ = 2  # lex(lexer_state, parser_state)
+
+    def __init__(self, conf):
+        terminals = {t.name: t for t in conf.terminals}
+        self.terminals_by_name = conf.terminals_by_name
+        self.ignore = frozenset(conf.ignore)
+        words = {t.pattern.value: t.name for t in terminals.values()
+                 if t.pattern.type == "str" and _WORD.fullmatch(t.pattern.value)}
+        name = re.compile(terminals["NAME"].pattern.to_regexp())
+        self.reserved = {word: kind for word, kind in words.items() if not name.fullmatch(word)}
+        self.contextual = {word: kind for word, kind in words.items() if word not in self.reserved}
+        operators = sorted((t for t in terminals.values() if t.pattern.type == "str" and t.pattern.value not in words),
+                           key=lambda t: -len(t.pattern.value))
+        self.operators = [(t.pattern.value, t.name) for t in operators]
+        groups = [f"(?P<{n}>{terminals[n].pattern.to_regexp()})" for n in _LEADING]
+        # a reserved word is what NAME refuses to match (the longest first: `elseif`, not `else`)
+        groups.append("(?P<RESERVED>" + "|".join(sorted(self.reserved, key=len, reverse=True)) + ")")
+        groups.append("(?P<OPERATOR>" + "|".join(re.escape(value) for value, _ in self.operators) + ")")
+        self.master = re.compile("|".join(groups))
+        self.operator_kind = dict(self.operators)
+        self.multiline = frozenset({"WS", "LONG_COMMENT", "LONG_STRING", "STRING"})
+
+    def lex(self, lexer_state, parser_state):
+        text = lexer_state.text.text
+        pos, end = lexer_state.text.start, lexer_state.text.end
+        line, line_start = 1, pos
+        match, accepts = self.master.match, parser_state.parse_conf.states
+        while pos < end:
+            m = match(text, pos, end)
+            if m is None:
+                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1,
+                                           allowed=set(accepts[parser_state.position]) - self.ignore,
+                                           state=parser_state, terminals_by_name=self.terminals_by_name)
+            kind, value, stop = m.lastgroup, m.group(), m.end()
+            if kind == "OPERATOR":
+                kind, value, stop = self._operator(value, pos, accepts[parser_state.position])
+            elif kind == "RESERVED":
+                kind = self.reserved[value]
+            elif kind == "NAME" and value in self.contextual and self.contextual[value] in accepts[parser_state.position]:
+                kind = self.contextual[value]
+            start_line, start_col = line, pos - line_start + 1
+            if kind in self.multiline and "\n" in value:
+                line += value.count("\n")
+                line_start = pos + value.rindex("\n") + 1
+            if kind not in self.ignore:
+                token = Token(kind, value, pos, start_line, start_col, line, stop - line_start + 1, stop)
+                lexer_state.last_token = token
+                yield token
+            pos = stop
+
+    def _operator(self, value: str, pos: int, accepted) -> tuple[str, str, int]:
+        """The operator at `pos`: the longest one, unless the parser takes only a shorter one there."""
+        kind = self.operator_kind[value]
+        if kind not in accepted:
+            for shorter, shorter_kind in self.operators:
+                if len(shorter) < len(value) and value.startswith(shorter) and shorter_kind in accepted:
+                    return shorter_kind, shorter, pos + len(shorter)
+        return kind, value, pos + len(value)
