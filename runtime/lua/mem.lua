@@ -458,18 +458,28 @@ local function refuse_operators(mt, text)
     return mt
 end
 
+-- LuaJIT compiles a call of a closure as a call of its prototype once three
+-- closures of that prototype exist, and then loads the closure's upvalues at
+-- run time, with guards that every side trace repeats.  Each struct has two
+-- kinds, so the functions of a kind get a prototype of their own:
+-- instance(factory, ...) calls a fresh copy of `factory` (which has no
+-- upvalues: what it uses comes as arguments), so the closures it returns see
+-- constants.
+local function instance(factory, ...)
+    return loadstring(string.dump(factory))(...)
+end
+
 -- The raw reference to the memory an element names, after checking its two
--- slots (see the header).  Raises at: this (1), __index/__newindex (2), the
--- code that used the element (3).
-local function element_reference(kind)
-    local SPAN, POINTER = kind.ctype, kind.struct.pointer_ctype
-    local text = kind.element_text
+-- slots (see the header); not e[1]: a deleted slot would recurse into
+-- __index.  Raises at: this (1), __index/__newindex (2), the code that used
+-- the element (3).
+local function element_reference(SPAN, POINTER, stale, istype, cast, rawget, type, error)
     return function(e)
-        local s, i = rawget(e, 1), rawget(e, 2) -- not e[1]: a deleted slot would recurse into __index
+        local s, i = rawget(e, 1), rawget(e, 2)
         if istype(SPAN, s) and type(i) == "number" and i >= 1 and i <= s.length then
             return cast(POINTER, s.address)[i - 1]
         end
-        error(format(ERR.modified_element, text), 3)
+        error(stale, 3)
     end
 end
 
@@ -477,14 +487,26 @@ local function no_field(info, key)
     error(format(ERR.no_field, info.name, tostring(key)), 3)
 end
 
+local function element_index(getters, reference, no_field, info)
+    return function(e, k)
+        local get = getters[k]
+        if get == nil then no_field(info, k) end
+        return get(reference(e))
+    end
+end
+
+local function element_newindex(setters, reference, no_field, info)
+    return function(e, k, v)
+        local set = setters[k]
+        if set == nil then no_field(info, k) end
+        set(reference(e), v)
+    end
+end
+
 local function element_mt(kind, getters, setters)
     local info, reference = kind.struct, kind.reference
     local mt = {
-        __index = function(e, k)
-            local get = getters[k]
-            if get == nil then no_field(info, k) end
-            return get(reference(e))
-        end,
+        __index = instance(element_index, getters, reference, no_field, info),
         __tostring = function(e)
             local ref, parts = reference(e), {}
             for i, field in ipairs(info.fields) do
@@ -496,11 +518,7 @@ local function element_mt(kind, getters, setters)
         __metatable = false,
     }
     if kind.writable then
-        mt.__newindex = function(e, k, v)
-            local set = setters[k]
-            if set == nil then no_field(info, k) end
-            set(reference(e), v)
-        end
+        mt.__newindex = instance(element_newindex, setters, reference, no_field, info)
     else
         mt.__newindex = function(_, k)
             if getters[k] == nil then no_field(info, k) end
@@ -522,24 +540,33 @@ end
 
 local span_methods = {}
 
-local function span_mt(kind)
-    local element = kind.element_mt
-    return refuse_operators({
-        __index = function(s, k)
-            if type(k) == "number" then
-                if k >= 1 and k <= s.length and floor(k) == k then return setmetatable({ s, k }, element) end
-                index_error(s, k)
-            end
+-- A key of a span that is neither a number nor a method name: a 64-bit
+-- integer index as a number, else an error.  Raises at: this (1), __index
+-- (2), the code that indexed the span (3).
+local function other_index(k)
+    if is_int64_cdata(k) then return tonumber(k) end
+    if type(k) == "string" then error(format(ERR.no_member, k), 3) end
+    error(format(ERR.index_type, describe(k)), 3)
+end
+
+-- `s[k]`: an element (a table { s, index }) or a method.
+local function span_index(element, span_methods, other_index, index_error, type, floor, setmetatable)
+    return function(s, k)
+        local i = k
+        if type(k) ~= "number" then
             local method = span_methods[k]
             if method ~= nil then return method end
-            if is_int64_cdata(k) then
-                local i = tonumber(k)
-                if i == k and i >= 1 and i <= s.length then return setmetatable({ s, i }, element) end
-                index_error(s, i)
-            end
-            if type(k) == "string" then error(format(ERR.no_member, k), 2) end
-            error(format(ERR.index_type, describe(k)), 2)
-        end,
+            i = other_index(k)
+        end
+        if i >= 1 and i <= s.length and floor(i) == i then return setmetatable({ s, i }, element) end
+        index_error(s, i)
+    end
+end
+
+local function span_mt(kind)
+    return refuse_operators({
+        __index = instance(span_index, kind.element_mt, span_methods, other_index, index_error,
+            type, floor, setmetatable),
         __newindex = function(_, k)
             if type(k) == "string" then error(format(ERR.no_member, k), 2) end
             error(format(ERR.assign_element, describe(k)), 2)
@@ -567,7 +594,8 @@ function define_kinds(info, getters, setters)
             value_text = prefix .. span_type_text(info, false),
             element_text = prefix .. info.name .. " element",
         }
-        kind.reference = element_reference(kind)
+        kind.reference = instance(element_reference, kind.ctype, info.pointer_ctype,
+            format(ERR.modified_element, kind.element_text), istype, cast, rawget, type, error)
         kind.element_mt = element_mt(kind, getters, setters)
         ffi.metatype(kind.ctype, span_mt(kind))
         span_kind_by_ctype_id[ctype_id(kind.ctype)] = kind
