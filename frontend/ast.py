@@ -185,6 +185,7 @@ class MethodCall:
     method: str
     args: tuple["Expr", ...]
     span: Span = _span()
+    method_span: Span = _span()  # where `name` of `:name` is: LuaJIT's line for looking it up
 
 
 @dataclass(frozen=True)

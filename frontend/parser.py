@@ -363,7 +363,7 @@ class TreeBuilder(Transformer):
     @_inline
     def method_call(self, obj, method, args):
         _check_call_line(method, args)
-        return ast.MethodCall(obj, str(method), args.values, _between(obj, args))
+        return ast.MethodCall(obj, str(method), args.values, _between(obj, args), _tok_span(method))
 
     def args(self, children):
         if len(children) == 3:  # ( [explist] )

@@ -87,6 +87,9 @@ class Writer:
     def reach(self, node) -> None:
         """Called before each node; the pretty printer ignores positions."""
 
+    def reach_line(self, line: int) -> None:
+        """Called before a token that is not a node's first (`.name`, `:name`); the pretty printer ignores it."""
+
     def newline(self) -> None:
         self.write("\n" + self.indent_unit * self.depth)
 
@@ -351,20 +354,22 @@ class Writer:
 
     def expr_Field(self, e: ast.Field) -> None:
         self.prefix(e.obj)
+        self.reach_line(e.span.end_line)  # the name is the field's last token
         self.write(f".{e.name}")
 
     def expr_Call(self, e: ast.Call) -> None:
         self.prefix(e.func)
-        self.call_args(e.args)
+        self.call_args(e)
 
     def expr_MethodCall(self, e: ast.MethodCall) -> None:
         self.prefix(e.obj)
+        self.reach_line(e.method_span.line)
         self.write(f":{e.method}")
-        self.call_args(e.args)
+        self.call_args(e)
 
-    def call_args(self, args) -> None:
+    def call_args(self, call) -> None:
         self.write("(")
-        self.exprs(args)
+        self.exprs(call.args)
         self.write(")")
 
     def expr_Table(self, e: ast.Table) -> None:
@@ -442,14 +447,24 @@ class LuaWriter(Writer):
     indent_unit = ""
 
     def reach(self, node) -> None:
-        line = getattr(getattr(node, "span", None), "line", 0)
+        self.reach_line(getattr(getattr(node, "span", None), "line", 0))
+
+    def reach_end(self, node) -> None:
+        self.reach_line(getattr(getattr(node, "span", None), "end_line", 0))
+
+    def reach_line(self, line: int) -> None:
         if line > self.line:
             self.write("\n" * (line - self.line))
 
-    def reach_end(self, node) -> None:
-        line = getattr(getattr(node, "span", None), "end_line", 0)
-        if line > self.line:
-            self.write("\n" * (line - self.line))
+    def call_args(self, call) -> None:
+        # `f {...}` and `f "..."` keep their argument without parentheses, so
+        # that it may stay on a later line: LuaJIT's line for the call is the
+        # line its arguments start on (a '(' may not start a line).
+        if len(call.args) == 1 and isinstance(call.args[0], (ast.Table, ast.String)) \
+                and call.span != ast.NO_SPAN and _ends_with(call, call.args[0]):
+            self.expr(call.args[0])
+        else:
+            super().call_args(call)
 
     def newline(self) -> None:
         self.write(" ")
@@ -496,3 +511,8 @@ class LuaWriter(Writer):
         if e.op == "~":
             self.unsupported(e)
         super().expr_UnOp(e)
+
+
+def _ends_with(call, arg) -> bool:
+    """Whether a call's source ends where its argument does: it was written without parentheses."""
+    return (call.span.end_line, call.span.end_col) == (arg.span.end_line, arg.span.end_col)

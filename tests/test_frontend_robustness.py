@@ -342,3 +342,32 @@ def test_a_large_program_translates_in_little_time():
     # about 1.5 s here; before the front end's rework it took 9 s (parse tree, then a
     # Transformer, dataclasses.fields per node, the cyclic GC over a million nodes)
     assert time.process_time() - start < 5.0
+
+
+# ---- run-time error lines ------------------------------------------------------------
+
+SPLIT_EXPRESSIONS = {
+    "method on the next line": "local obj = {}\nlocal x = obj\n:m()\n",
+    "field on the next line": "local obj = {}\nlocal x = obj.a\n.b\n",
+    "fields on lines of their own": "local obj = {}\nlocal x = obj\n.a\n.b\n.c\n",
+    "returned field": "local a\nreturn a\n.b\n",
+    "call statement": "local obj = {}\nobj\n:m()\n",
+    "call of a field": "local obj = {}\nobj.a\n.b()\n",
+    "table argument": "local f\nlocal r = f\n{1}\n",
+    "string argument": "local f\nlocal r = f\n'x'\n",
+    "parenthesized table argument": "local f\nlocal r = f(\n{1})\n",
+    "method with a string argument": "local o = {}\nlocal r = o\n:m\n'x'\n",
+    "parenthesized callee": "local f\nlocal r = (f)(\n1\n)\n",
+    "index on the next line": "local t = {}\nlocal x = t.a\n[1]\n",
+    "operand on the next line": "local a = {}\nlocal x = 1 +\na\n",
+    "argument on the next line": "local o = {m = function(s, x) return x.y end}\nlocal r = o:m(\nnil\n)\n",
+}
+_LUAJIT_ERROR = _LUAJIT.eval("function(s) local ok, e = pcall(assert(loadstring(s, '@t.lua'))); return e end")
+
+
+@pytest.mark.parametrize("text", SPLIT_EXPRESSIONS.values(), ids=list(SPLIT_EXPRESSIONS))
+def test_run_time_errors_name_the_line_luajit_names(tmp_path, text):
+    expected = _LUAJIT_ERROR(text.encode())
+    (tmp_path / "t.lua").write_text(text)
+    line = expected.split(b":")[1]
+    assert nupp("run", "t.lua", "--aot", "off", cwd=tmp_path).stderr.startswith(b"t.lua:" + line + b":")
