@@ -347,8 +347,22 @@ class SwitchStat:
     span: Span = _span()
 
 
+@dataclass(frozen=True)
+class Goto:
+    label: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Label:
+    """`::name::`"""
+
+    name: str
+    span: Span = _span()
+
+
 Stat = Union[Local, Assign, CallStat, Do, While, Repeat, If, NumericFor, GenericFor,
-             FunctionStat, LocalFunction, StructDecl, Return, Break, SwitchStat]
+             FunctionStat, LocalFunction, StructDecl, Return, Break, SwitchStat, Goto, Label]
 
 
 @dataclass(frozen=True)

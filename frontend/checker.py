@@ -1389,7 +1389,8 @@ def _describe_declaration(node) -> str:
 
 
 def _describe_statement(stat) -> str:
-    return {"GenericFor": "a generic for", "Do": "a do block"}.get(type(stat).__name__, type(stat).__name__)
+    return {"GenericFor": "a generic for", "Do": "a do block", "Goto": "goto",
+            "Label": "a label (::name::)"}.get(type(stat).__name__, type(stat).__name__)
 
 
 def _describe_expression(node) -> str:

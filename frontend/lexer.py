@@ -8,9 +8,10 @@ spends five Python calls on each token.
 
 Like lark's contextual lexer it asks the parser what may come next where that
 matters: a word that is a keyword only in some places (`case`, `is`,
-`struct`) is that keyword only where the parser takes it, a name elsewhere;
-and an operator the parser cannot take there gives way to the longest one it
-can (`>>` closing two type argument lists is two `>`).
+`struct`, and `goto` when a name follows it) is that keyword only where the
+parser takes it, a name elsewhere; and an operator the parser cannot take
+there gives way to the longest one it can (`>>` closing two type argument
+lists is two `>`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ class NuppLexer(Lexer):
             elif kind == "RESERVED":
                 kind = self.reserved[value]
             elif kind == "NAME" and value in self.contextual and self.contextual[value] in accepts[parser_state.position]:
-                kind = self.contextual[value]
+                if value != "goto" or self._name_follows(text, stop, end):
+                    kind = self.contextual[value]
             start_line, start_col = line, pos - line_start + 1
             if kind in self.multiline and "\n" in value:
                 line += value.count("\n")
@@ -76,6 +78,16 @@ class NuppLexer(Lexer):
                 lexer_state.last_token = token
                 yield token
             pos = stop
+
+    def _name_follows(self, text: str, pos: int, end: int) -> bool:
+        """Whether the next token after `pos` is a name: `goto` starts a goto
+        statement only then (LuaJIT looks ahead the same way)."""
+        while pos < end:
+            m = self.master.match(text, pos, end)
+            if m is None or m.lastgroup not in self.ignore:
+                return m is not None and m.lastgroup == "NAME"
+            pos = m.end()
+        return False
 
     def _operator(self, value: str, pos: int, accepted) -> tuple[str, str, int]:
         """The operator at `pos`: the longest one, unless the parser takes only a shorter one there."""

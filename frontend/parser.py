@@ -232,6 +232,14 @@ class TreeBuilder(Transformer):
     def switch_stat(self, switch):
         return ast.SwitchStat(switch, switch.span)
 
+    @_inline
+    def goto_stat(self, keyword, label):
+        return ast.Goto(str(label), _between(keyword, label))
+
+    @_inline
+    def label_stat(self, open_, name, close):
+        return ast.Label(str(name), _between(open_, close))
+
     # ---- declarations
     def attribute(self, children):
         at, name, *rest = children

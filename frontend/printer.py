@@ -227,6 +227,12 @@ class Writer:
     def stat_Break(self, s: ast.Break) -> None:
         self.write("break")
 
+    def stat_Goto(self, s: ast.Goto) -> None:
+        self.write(f"goto {s.label}")
+
+    def stat_Label(self, s: ast.Label) -> None:
+        self.write(f"::{s.name}::")
+
     def stat_StructDecl(self, s: ast.StructDecl) -> None:
         self.write(f"local struct {s.name}")
         self.depth += 1

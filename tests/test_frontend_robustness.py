@@ -20,6 +20,7 @@ from nupp.frontend.diagnostics import Diagnostic, NuppError, Source, source_byte
 from nupp.frontend.literals import StringLiteralError, decode_string
 from nupp.frontend.nesting import LJ_MAX_XLEVEL, MAX_TREE_DEPTH
 from nupp.frontend.parser import parse, parse_text
+from nupp.frontend.printer import format_nupp
 from nupp.frontend.to_lua import translate
 from nupp.scalar_ir import nodes as ir
 
@@ -371,3 +372,48 @@ def test_run_time_errors_name_the_line_luajit_names(tmp_path, text):
     (tmp_path / "t.lua").write_text(text)
     line = expected.split(b":")[1]
     assert nupp("run", "t.lua", "--aot", "off", cwd=tmp_path).stderr.startswith(b"t.lua:" + line + b":")
+
+
+# ---- goto and labels ------------------------------------------------------------------
+
+GOTO_PROGRAM = """\
+for i = 1, 5 do
+  if i % 2 == 0 then goto continue end
+  io.write(i, " ")
+  ::continue::
+end
+local goto = 10        -- still a name where no name follows it
+goto = goto + 1
+local n = 0
+::again::
+n = n + 1
+if n < 3 then goto again end
+print(goto, n)
+"""
+
+
+def test_goto_and_labels_run_as_in_luajit(tmp_path):
+    (tmp_path / "m.lua").write_text(GOTO_PROGRAM)
+    proc = nupp("run", "m.lua", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, b"1 3 5 11\t3\n")
+    assert luajit_refusal(GOTO_PROGRAM.encode()) is None
+    printed = format_nupp(parse_text(GOTO_PROGRAM))
+    assert parse_text(printed) == parse_text(GOTO_PROGRAM) and "goto continue" in printed
+
+
+def test_a_misplaced_goto_is_luajits_error_at_its_line(tmp_path):
+    (tmp_path / "m.lua").write_text("do\n  goto a\n  local y = 1\n  ::a::\n  print(y)\nend\n")
+    proc = nupp("run", "m.lua", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(b"m.lua:2:3: error: <goto a> jumps into the scope of local 'y'")
+
+
+def test_goto_in_an_aot_function_is_a_subset_diagnostic(tmp_path):
+    (tmp_path / "m.nupp").write_text(
+        "@aot\nlocal function f(n: int32): int32\n  local s: int32 = 0\n  for i = 1, n do\n"
+        "    if i == 2 then goto continue end\n    s = s + i\n    ::continue::\n  end\n  return s\nend\n")
+    proc = nupp("check", "m.nupp", cwd=tmp_path)
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert "m.nupp:5:20: error: goto is outside the AOT subset" in err
+    assert "m.nupp:7:5: error: a label (::name::) is outside the AOT subset" in err
