@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup showcase test test-all clean
+.PHONY: setup showcase test test-all fuzz clean
 
 setup: $(STAMP)
 
@@ -25,6 +25,13 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q --runslow $(PYTEST_ARGS)
+
+# Generated programs in every execution, compared bit for bit, for MINUTES minutes;
+# failures are minimized into tests/fuzz_regressions/ (FUZZ_ARGS: see python -m tests.fuzz --help).
+MINUTES ?= 3
+JOBS ?= 1
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz --minutes $(MINUTES) --jobs $(JOBS) $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -400,9 +400,12 @@ class Writer:
         ])
 
     def comparison(self, d: int) -> Expr:
-        """Operands of one width half the time, else of any two (compared by value)."""
+        """Operands of one width half the time, else of any two (compared by value; a signed
+        operand with a uint64 goes through a sign check, so those pairs come often)."""
         left = self.pick(NUMERIC)
         right = left if self.chance(0.5) else self.pick(NUMERIC)
+        if self.chance(0.15):
+            left, right = self.pick((("i64", "u64"), ("u64", "i64"), ("i32", "u64"), ("u64", "i32")))
         return self.binary("bool", self.pick(COMPARE), left, right, d)
 
     def choose(self, options: list[tuple[int, Callable]]) -> Callable:

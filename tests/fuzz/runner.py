@@ -44,7 +44,7 @@ LOAD_TIMEOUT = 600.0
 class Options:
     minutes: float = 3.0
     seed: int = 0
-    batch_size: int = 16
+    batch_size: int = 32
     jobs: int = 1
     executions: list[str] = field(default_factory=list)   # name patterns; empty: all
     avoid: frozenset = frozenset()
