@@ -111,7 +111,7 @@ def test_from_table_errors_name_the_element(lua):
         "span.fromTable: element 1: Escape has no field 'm'"
     )
     assert error_of(lua, "return span.fromTable(Escape, {{n = 1}, 7})") == (
-        "span.fromTable: element 2 must be a table, got 7"
+        "span.fromTable: element 2 must be a table of field values, got 7"
     )
     assert error_of(lua, "return span.fromTable(Escape, 7)") == "span.fromTable: table expected, got 7"
 

@@ -282,20 +282,48 @@ def test_raw_c_field_names_do_not_exist(lua, raw, view):
 def test_a_modified_element_table_reaches_nothing_else(lua):
     setup = "local s = span.new(Escape, 3)\nlocal r = span.readonly(s)\nlocal e, q = s[2], r[2]\n"
     stale = "Escape element no longer names an element of a span (its table was modified)"
-    for tamper in ("rawset(e, 2, 4)", "rawset(e, 2, 0)", "rawset(e, 2, '1')", "rawset(e, 1, {})",
-                   "rawset(e, 1, nil)", "rawset(e, 1, r)",
+    for tamper in ("rawset(e, false, 4)", "rawset(e, false, 0)", "rawset(e, false, '1')", "rawset(e, true, {})",
+                   "rawset(e, true, nil)", "rawset(e, true, r)",
                    # a cdata struct of the span's very layout, made with the FFI
-                   'rawset(e, 1, ffi.new("struct { const double length, address, bytes; }", 1e9, 4096, 0))'):
+                   'rawset(e, true, ffi.new("struct { const double length, address, bytes; }", 1e9, 4096, 0))'):
         assert error_of(lua, setup + f"{tamper}\nlocal n = e.n\nreturn n") == stale, tamper
         assert error_of(lua, setup + f"{tamper}\ne.n = 1") == stale, tamper
     # a read-only element cannot be pointed at a writable span to write through it
-    assert error_of(lua, setup + "rawset(q, 1, s)\nreturn q.n") == (
+    assert error_of(lua, setup + "rawset(q, true, s)\nreturn q.n") == (
         "read-only Escape element no longer names an element of a span (its table was modified)")
+    # the slots are under keys no field has: numbered keys are unknown fields
+    assert error_of(lua, setup + "e[1] = 5") == "Escape has no field '1'"
+    assert error_of(lua, setup + "local x = e[2]\nreturn x") == "Escape has no field '2'"
+    assert run(lua, setup + "return #e") == 0
     # the metatable is protected
     assert run(lua, setup + "return getmetatable(e)") is False
     assert "protected metatable" in error_of(lua, setup + "setmetatable(e, nil)")
     # retargeting within a live span of its kind is all a modification can do
-    assert run(lua, setup + "rawset(e, 2, 3)\ne.n = 9\nreturn s[3].n, s[2].n") == (9, 0)
+    assert run(lua, setup + "rawset(e, false, 3)\ne.n = 9\nreturn s[3].n, s[2].n") == (9, 0)
+
+
+def test_from_table_stores_every_key_of_a_row_as_a_field(lua):
+    # an element is a table too, but not a row of field values; and no key of
+    # a row may reach the element table's own slots
+    assert error_of(lua, "local s = span.new(Escape, 1)\nreturn span.fromTable(Escape, {{n = 1}, s[1]})") == (
+        "span.fromTable: element 2 must be a table of field values, got Escape element")
+    for row, key in (("{5, 6}", "1"), ("{[true] = 5}", "true"), ("{[false] = 1}", "false")):
+        assert error_of(lua, f"return span.fromTable(Escape, {{{row}}})") == (
+            f"span.fromTable: element 1: Escape has no field '{key}'")
+
+
+@pytest.mark.parametrize("how", ["pairs", "ipairs"])
+def test_iterating_a_span_with_pairs_is_refused_naming_it(lua, how):
+    message = raw_error(lua, f"local s = span.new(Escape, 2)\nfor k, v in {how}(s) do end")
+    assert message == (f"test:2: cannot iterate over span.Span<Escape> with {how}: "
+                       "index it, for i = 1, #s do ... s[i] ... end")
+
+
+@pytest.mark.parametrize("args", ["", "nil, 2", "1, {}"])
+def test_sub_refuses_a_missing_first_index(lua, args):
+    shown = "table" if "{}" in args else "nil"
+    assert error_of(lua, f"local s = span.new(Escape, 3)\nlocal v = s:sub({args})\nreturn v") == (
+        f"span:sub: integer indices expected, got {shown}")
 
 
 # --- 4. struct types are not constructors -------------------------------------

@@ -42,19 +42,21 @@
 -- the boundary's overlap test plain arithmetic, and the accessors turn the
 -- address back into a pointer (a no-op conversion in compiled traces).
 --
--- Elements.  `s[i]` is a table { s, i } (its span and index) with the
--- (struct, writability) element metatable, whose __index/__newindex run the
--- field accessors on the element's memory.  Holding its span, an element
+-- Elements.  `s[i]` is a table { [true] = s, [false] = i } (its span and
+-- index, under keys that are no field's name, so `e[1] = v` is refused like
+-- any unknown field and `#e` is 0) with the (struct, writability) element
+-- metatable, whose __index/__newindex run the field accessors on the
+-- element's memory.  Holding its span, an element
 -- keeps its storage alive like any view.  The table costs an allocation
 -- per `s[i]` in the interpreter; in a compiled trace LuaJIT sinks it
 -- whenever the element does not escape (the `s[i].f = s[i].f + 1` loops
 -- and element locals of ordinary code), so the common path allocates
 -- nothing.  Lua code can rawset the two slots, so every access checks that
--- slot 1 holds a span of the element's kind and slot 2 an index within it:
--- a modified element can only name another element of such a span.  The
--- metatable is protected (getmetatable gives false).  `#e` is the table's
--- raw length (Lua 5.1 has no __len for tables); operators on spans and
--- elements are refused naming them as declared.
+-- the span slot holds a span of the element's kind and the index slot an
+-- index within it: a modified element can only name another element of such
+-- a span.  The metatable is protected (getmetatable gives false).  Operators
+-- on spans and elements, and pairs/ipairs on spans, are refused naming them
+-- as declared.
 --
 -- Lifetime: a weak-keyed table maps every span cdata to the allocation it
 -- views; sub and read-only views map to the same allocation, and elements
@@ -109,11 +111,12 @@ local ERR = {
     op_concat = "attempt to concatenate %s",
     op_compare = "attempt to compare %s",
     op_call = "attempt to call %s",
+    op_iterate = "cannot iterate over %s with %s: index it, for i = 1, #s do ... s[i] ... end",
     not_struct_type = "%s: struct type expected, got %s",
     bad_count = "span.new: element count must be a non-negative integer, got %s",
     no_memory = "span.new: cannot allocate %s elements of %s",
     not_table = "span.fromTable: table expected, got %s",
-    bad_row = "span.fromTable: element %d must be a table, got %s",
+    bad_row = "span.fromTable: element %d must be a table of field values, got %s",
     row_store = "span.fromTable: element %d: %s",
     not_span = "%s: span expected, got %s",
     sub_not_integer = "span:sub: integer indices expected, got %s",
@@ -470,12 +473,12 @@ local function instance(factory, ...)
 end
 
 -- The raw reference to the memory an element names, after checking its two
--- slots (see the header); not e[1]: a deleted slot would recurse into
+-- slots (see the header); rawget: a deleted slot would recurse into
 -- __index.  Raises at: this (1), __index/__newindex (2), the code that used
 -- the element (3).
 local function element_reference(SPAN, POINTER, stale, istype, cast, rawget, type, error)
     return function(e)
-        local s, i = rawget(e, 1), rawget(e, 2)
+        local s, i = rawget(e, true), rawget(e, false)
         if istype(SPAN, s) and type(i) == "number" and i >= 1 and i <= s.length then
             return cast(POINTER, s.address)[i - 1]
         end
@@ -549,7 +552,7 @@ local function other_index(k)
     error(format(ERR.index_type, describe(k)), 3)
 end
 
--- `s[k]`: an element (a table { s, index }) or a method.
+-- `s[k]`: an element (see the header) or a method.
 local function span_index(element, span_methods, other_index, index_error, type, floor, setmetatable)
     return function(s, k)
         local i = k
@@ -558,7 +561,7 @@ local function span_index(element, span_methods, other_index, index_error, type,
             if method ~= nil then return method end
             i = other_index(k)
         end
-        if i >= 1 and i <= s.length and floor(i) == i then return setmetatable({ s, i }, element) end
+        if i >= 1 and i <= s.length and floor(i) == i then return setmetatable({ [true] = s, [false] = i }, element) end
         index_error(s, i)
     end
 end
@@ -572,6 +575,10 @@ local function span_mt(kind)
             error(format(ERR.assign_element, describe(k)), 2)
         end,
         __len = function(s) return s.length end,
+        -- LuaJIT's pairs and ipairs consult a cdata's metatype (tail-calling
+        -- it: level 2 is the iterating code)
+        __pairs = function() error(format(ERR.op_iterate, kind.value_text, "pairs"), 2) end,
+        __ipairs = function() error(format(ERR.op_iterate, kind.value_text, "ipairs"), 2) end,
         __tostring = function(s) return format("%s (%s elements)", kind.value_text, describe(s.length)) end,
     }, kind.value_text)
 end
@@ -660,8 +667,10 @@ local function bare_message(err)
     return (tostring(err):gsub("^.-:%d+: ", "", 1))
 end
 
+-- Each field of a row stored as `elem[k] = v` stores it, whatever the key.
 local function store_row(elem, row)
-    for k, v in pairs(row) do elem[k] = v end
+    local store = element_kind_of(elem).element_mt.__newindex
+    for k, v in pairs(row) do store(elem, k, v) end
 end
 
 -- span.fromTable(T, rows): rows[i] is a table of field values, stored with
@@ -673,7 +682,7 @@ function span.fromTable(T, rows)
     local s = span.new(info.ctype, n)
     for i = 1, n do
         local row = rows[i]
-        if type(row) ~= "table" then error(format(ERR.bad_row, i, describe_any(row)), 2) end
+        if type(row) ~= "table" or element_kind_of(row) then error(format(ERR.bad_row, i, describe_any(row)), 2) end
         local ok, err = pcall(store_row, s[i], row)
         if not ok then error(format(ERR.row_store, i, bare_message(err)), 2) end
     end
@@ -695,15 +704,19 @@ local function is_integral_number(v)
     return type(v) == "number" and floor(v) == v and v - v == 0
 end
 
+-- Raises at: this (1), span_methods.sub (2), the caller (3).
+local function sub_index(v)
+    if not is_integral_number(v) then error(format(ERR.sub_not_integer, describe_any(v)), 3) end
+end
+
 -- s:sub(first, last): elements first..last (1-based, inclusive) as a view;
 -- first = last + 1 gives an empty view.  last defaults to #s.
 function span_methods.sub(s, first, last)
     local kind = span_arg("span:sub", s)
     local n = s.length
     if last == nil then last = n end
-    for _, v in ipairs({ first, last }) do
-        if not is_integral_number(v) then error(format(ERR.sub_not_integer, describe_any(v)), 2) end
-    end
+    sub_index(first)
+    sub_index(last)
     if first < 1 or last > n or first > last + 1 then
         error(format(ERR.sub_range, describe(first), describe(last), describe(n)), 2)
     end
