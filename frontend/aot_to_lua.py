@@ -62,6 +62,7 @@ class AotToLua:
 
     def __init__(self, path: str):
         self.path = path
+        self.nesting = 0  # calls the expression being rendered sits in, within its Lua function
 
     def body(self, fn: ir.Function) -> ast.Block:
         return ast.Block(self.block(fn.body), _span(fn.loc))
@@ -128,7 +129,16 @@ class AotToLua:
 
     # ---- expressions
     def expr(self, e):
+        if self.nesting >= SPINE_CHUNK and _nests_first(e):
+            return self.own_function(lambda: (), lambda: self.expr(e), e.loc)
         return getattr(self, "expr_" + type(e).__name__)(e)
+
+    def arguments(self, args) -> tuple:
+        self.nesting += 1
+        try:
+            return tuple(self.expr(a) for a in args)
+        finally:
+            self.nesting -= 1
 
     def expr_Const(self, e: ir.Const):
         return self.const(e)
@@ -166,13 +176,13 @@ class AotToLua:
     def expr_Call(self, e: ir.Call):
         if _spine_length(e) > SPINE_CHUNK:
             return self.spine_function(e)
-        return ast.Call(ast.Name(e.func, _span(e.loc)), tuple(self.expr(a) for a in e.args), _span(e.loc))
+        return ast.Call(ast.Name(e.func, _span(e.loc)), self.arguments(e.args), _span(e.loc))
 
     def expr_Op(self, e: ir.Op):
         if _spine_length(e) > SPINE_CHUNK:
             return self.spine_function(e)
         span = _span(e.loc)
-        args = tuple(self.expr(a) for a in e.args)
+        args = self.arguments(e.args)
         form = NATIVE.get(e.op)
         if form is None:
             if OPS[e.op].raises:
@@ -201,20 +211,37 @@ class AotToLua:
             node = node.args[0]
         span = _span(e.loc)
         temp = ir.Var(SPINE_LOCAL, node.width, node.loc)
-        stmts = [ast.Local((ast.Param(SPINE_LOCAL, span=span),), (self.expr(node),), span)]
-        for end in range(len(spine), 0, -SPINE_CHUNK):
-            part = temp
-            for call in reversed(spine[max(0, end - SPINE_CHUNK):end]):
-                part = replace(call, args=(part,) + call.args[1:])
-            stmts.append(ast.Assign((ast.Name(SPINE_LOCAL, span),), (self.expr(part),), span))
-        stmts.append(ast.Return((ast.Name(SPINE_LOCAL, span),), span))
+
+        def statements():
+            stmts = [ast.Local((ast.Param(SPINE_LOCAL, span=span),), (self.expr(node),), span)]
+            for end in range(len(spine), 0, -SPINE_CHUNK):
+                part = temp
+                for call in reversed(spine[max(0, end - SPINE_CHUNK):end]):
+                    part = replace(call, args=(part,) + call.args[1:])
+                stmts.append(ast.Assign((ast.Name(SPINE_LOCAL, span),), (self.expr(part),), span))
+            return stmts
+
+        return self.own_function(statements, lambda: ast.Name(SPINE_LOCAL, span), e.loc)
+
+    def own_function(self, statements, result, loc: ir.Loc):
+        """`(function() STATEMENTS; return RESULT end)()`, rendered afresh: a
+        function of its own starts with no calls pending (LuaJIT's registers
+        and nesting are per function), and runs where it stands."""
+        saved, self.nesting = self.nesting, 0
+        try:
+            stmts = list(statements())
+            stmts.append(ast.Return((result(),), _span(loc)))
+        finally:
+            self.nesting = saved
+        span = _span(loc)
         func = ast.FuncBody((), False, None, ast.Block(tuple(stmts), span), span)
         return ast.Call(ast.Paren(ast.Function(func, span), span), (), span)
 
 
 # LuaJIT refuses calls nested about a hundred deep ("function or expression too
-# complex"), and any nesting past 200 syntax levels; a spine longer than
-# SPINE_CHUNK is cut into statements (`spine_function`).
+# complex"), and any nesting past 200 syntax levels: a spine of calls longer
+# than SPINE_CHUNK is cut into statements (`spine_function`), and a call nested
+# SPINE_CHUNK deep in others gets a function of its own (`own_function`).
 SPINE_CHUNK = 32
 SPINE_LOCAL = "__nupp_chain"
 
