@@ -33,6 +33,26 @@ class Numeral:
         return int(self.value)
 
 
+# What LuaJIT's lexer reads as one numeral (the grammar's NUMBER) is more than
+# a number: `1..2` and `1e` are numerals it refuses ("malformed number").
+# Which are numbers, lj_strscan.c decides; this is its rule: decimal or hex
+# (with a fraction and exponent), an `i` making it imaginary, or an integer
+# with LL or ULL in any case that fits in 64 bits.
+_VALID_NUMERAL = re.compile(
+    r"(?:0[xX](?:[0-9a-fA-F]+(?:\.[0-9a-fA-F]*)?|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+    r"|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[iI]?"
+    r"|(?P<integer>0[xX][0-9a-fA-F]+|[0-9]+)[uU]?[lL][lL]")
+
+
+def is_numeral(raw: str) -> bool:
+    """Whether LuaJIT takes `raw`, as its lexer read it, for a number."""
+    match = _VALID_NUMERAL.fullmatch(raw)
+    if match is None:
+        return False
+    digits = match["integer"]
+    return digits is None or int(digits, 16 if digits[:2].lower() == "0x" else 10) < 1 << 64
+
+
 def read_numeral(raw: str) -> Numeral:
     text = raw.strip()
     if text.startswith("-"):  # a negative switch case: `case -2147483648`
@@ -64,7 +84,7 @@ def _plain(text: str) -> float:
 
 def _integer_64(text: str, unsigned: bool) -> int:
     value = int(text, 16) if text[:2].lower() == "0x" else int(text)
-    value &= (1 << 64) - 1  # LuaJIT wraps an oversized 64-bit literal
+    value &= (1 << 64) - 1  # LuaJIT wraps one from 2^63 up (a larger one is no numeral)
     if not unsigned and value >= 1 << 63:
         value -= 1 << 64
     return value

@@ -19,7 +19,7 @@ from lark.exceptions import UnexpectedInput
 from nupp.frontend import ast
 from nupp.frontend.diagnostics import NuppError, Source, error_at
 from nupp.frontend.lexer import NuppLexer
-from nupp.frontend.literals import StringLiteralError, decode_string
+from nupp.frontend.literals import StringLiteralError, decode_string, is_numeral
 from nupp.frontend.syntax_errors import describe_syntax_error
 from nupp.frontend.nesting import check_nesting
 from nupp.paths import cache_dir
@@ -324,7 +324,7 @@ class TreeBuilder(Transformer):
 
     @_inline
     def number(self, tok):
-        return ast.Number(str(tok), _tok_span(tok))
+        return ast.Number(_numeral(tok), _tok_span(tok))
 
     @_inline
     def string(self, tok):
@@ -420,7 +420,7 @@ class TreeBuilder(Transformer):
 
     @_inline
     def number_pattern(self, minus, tok):
-        raw = ("-" if minus is not None else "") + str(tok)
+        raw = ("-" if minus is not None else "") + _numeral(tok)
         return ast.Pattern("number", raw, None, _between(minus or tok, tok))
 
     @_inline
@@ -442,6 +442,16 @@ class TreeBuilder(Transformer):
     @_inline
     def type_pattern(self, keyword, type_):
         return ast.Pattern("type", "", type_, _between(keyword, type_))
+
+
+def _numeral(tok: Token) -> str:
+    raw = str(tok)
+    if not is_numeral(raw):
+        hint = ("to concatenate numbers, put spaces around '..'" if ".." in raw else
+                "a number is decimal (12, 1.5, 1e-3) or hex (0xFF, 0x1p4); LL or ULL after an integer "
+                "makes it 64-bit, i imaginary")
+        raise _Refusal(_tok_span(tok), f"malformed number near '{raw}'", hint)
+    return raw
 
 
 def _check_call_line(callee_end, args: _Args) -> None:

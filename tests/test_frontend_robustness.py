@@ -17,7 +17,8 @@ from lupa import luajit21
 
 from nupp.frontend.checker import check_module
 from nupp.frontend.diagnostics import Diagnostic, NuppError, Source, source_bytes
-from nupp.frontend.literals import StringLiteralError, decode_string
+from nupp.frontend import ast
+from nupp.frontend.literals import StringLiteralError, decode_string, read_numeral
 from nupp.frontend.nesting import LJ_MAX_XLEVEL, MAX_TREE_DEPTH
 from nupp.frontend.parser import parse, parse_text
 from nupp.frontend.printer import format_nupp
@@ -321,6 +322,38 @@ def test_assert_messages_are_decoded_as_lua_decodes_them(tmp_path):
     for mode in (("--aot", "off"), ("--mode", "scalar")):
         proc = nupp("run", "m.nupp", *mode, cwd=tmp_path)
         assert proc.stdout == b"false\tm.nupp:3: ABCDE\xe9\n", (mode, proc.stdout, proc.stderr)
+
+
+# ---- numerals -------------------------------------------------------------------------
+
+NUMERAL_TEXT = st.tuples(st.sampled_from(["0", "1", "9", ".5", "0x", "0X1", "12"]),
+                         st.text("0123456789abcdefxXpPeE.+-iIuUlL_", max_size=8)).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(NUMERAL_TEXT)
+def test_numerals_are_read_as_luajit_reads_them(text):
+    refusal = luajit_refusal(f"return {text}".encode())
+    try:
+        chunk = parse_text(f"return {text}")
+    except NuppError as err:
+        assert refusal is not None, (text, err.diagnostics[0].render())
+        return
+    assert refusal is None, (text, refusal)
+    value = chunk.body.stats[0].values[0]
+    if isinstance(value, ast.Number) and read_numeral(value.raw).suffix == "":
+        assert read_numeral(value.raw).value == luajit_value(f"return {text}".encode())
+
+
+@pytest.mark.parametrize("text, words", [("1..2", "spaces around '..'"), ("1.5LL", "LL or ULL"),
+                                         ("18446744073709551616ULL", "LL or ULL"), ("0x", "hex")])
+def test_a_malformed_number_is_a_diagnostic(text, words):
+    assert b"malformed number" in luajit_refusal(f"return {text}".encode())
+    with pytest.raises(NuppError) as raised:
+        parse_text(f"local x = {text}")
+    (diag,) = raised.value.diagnostics
+    assert (diag.line, diag.col, diag.message) == (1, 11, f"malformed number near '{text}'")
+    assert words in diag.hint
 
 
 # ---- large files ------------------------------------------------------------------
