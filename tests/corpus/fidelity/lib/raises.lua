@@ -1,0 +1,1 @@
+error("the module refuses to load")

@@ -1,0 +1,1 @@
+silent_ran = (silent_ran or 0) + 1

@@ -1,0 +1,2 @@
+print("exit false")
+os.exit(false)
