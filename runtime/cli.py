@@ -35,7 +35,7 @@ from nupp.pipeline import STAGES, compile_module, with_deep_stack
 from nupp.emit_c.lane import GANGS
 from nupp.emit_c.tiers import TIER_NAMES, TierError
 from nupp.paths import NuppEnvironmentError
-from nupp.runtime.host import MODES, Host, LuaRunError, display_path
+from nupp.runtime.host import LUA_DIR, MODES, Host, LuaRunError, display_path
 from nupp.scalar_ir.text import print_module
 
 GANG_CHOICES = tuple(map(str, GANGS))
@@ -305,11 +305,17 @@ COMMANDS = {"run": cmd_run, "check": cmd_check, "emit": cmd_emit, "bench": cmd_b
 
 # "path/file.nupp:12: message" as LuaJIT writes positions
 _LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)
-_TRACE_FRAME = re.compile(r"^\s*(?P<path>[^\n:]+\.nupp):(?P<line>\d+):(?P<rest>.*)$")
+_TRACE_FRAME = re.compile(r"^\s*(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+):(?P<rest>.*)$")
+
+
+def _is_program_file(path: str) -> bool:
+    """A file of the program's own (the runtime's Lua files are nupp's; LuaJIT
+    shortens a long chunk name to '...tail', which names no file)."""
+    return Path(path).is_file() and LUA_DIR not in Path(path).resolve().parents
 
 
 def render_run_error(err: LuaRunError) -> str:
-    """A Lua run-time error as a diagnostic at its .nupp line, plus the Nupp frames of the traceback."""
+    """A Lua run-time error as a diagnostic at its line, plus the program's frames of the traceback."""
     match = _LUA_POSITION.match(err.message)
     if match is None or not Path(match["path"]).is_file():
         text = f"error: {err.message}"
@@ -320,7 +326,7 @@ def render_run_error(err: LuaRunError) -> str:
         col = len(line_text) - len(line_text.lstrip()) + 1
         text = Diagnostic(source, line, col, match["message"]).render()
     frames = [f"  {m['path']}:{m['line']}:{m['rest']}" for m in map(_TRACE_FRAME.match, err.traceback.splitlines())
-              if m is not None]
+              if m is not None and _is_program_file(m["path"])]
     if len(frames) > 1:
         text += "\nfrom:\n" + "\n".join(frames)
     return text

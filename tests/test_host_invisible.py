@@ -180,3 +180,17 @@ def test_a_reader_that_goes_away_ends_the_program_as_sigpipe(tmp_path):
     proc.stdout.close()
     assert proc.wait(timeout=120) == -signal.SIGPIPE  # the shell's 141, as luajit's
     assert proc.stderr.read() == b""
+
+
+def test_an_uncaught_error_shows_the_programs_frames_only(tmp_path):
+    """The frames of the script's own files, .lua as .nupp; none of the runtime's Lua."""
+    (tmp_path / "f.lua").write_text("local function f()\n  error('deep')\nend\nlocal function g() f() end\ng()\n")
+    proc = nupp_cli("run", "f.lua", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.split("from:\n")[1].splitlines() == [
+        "  f.lua:2: in function 'f'", "  f.lua:4: in function 'g'", "  f.lua:5: in main chunk"]
+    (tmp_path / "s.nupp").write_text("local struct P\n  a: int32\nend\nlocal function f(s)\n  return s[5]\nend\n"
+                                     "print(f(nupp.mem.span.new(P, 2)))\n")
+    proc = nupp_cli("run", "s.nupp", cwd=tmp_path)
+    assert proc.returncode == 1 and "s.nupp:5:3: error: span index 5 out of range 1..2" in proc.stderr
+    assert proc.stderr.split("from:\n")[1].splitlines() == ["  s.nupp:5: in function 'f'", "  s.nupp:7: in main chunk"]
