@@ -48,11 +48,17 @@ def parse(source: Source) -> ast.Chunk:
     return _parse(source)
 
 
+def forget_trees() -> None:
+    """Drop the kept tree: translating a module is its last use."""
+    _parse.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def _parse(source: Source) -> ast.Chunk:
     # The tree is immutable, and a module is parsed both to compile its @aot
     # functions and then to translate it: the second parse is free.  Only the
-    # last module's tree is kept (a large one is a million objects).
+    # last module's tree is kept (a large one is a million objects), and
+    # only until it is translated (`forget_trees`).
     text = lua_text(source.text)
     try:
         chunk = _lark().parse(text)

@@ -26,7 +26,7 @@ from nupp.frontend import ast
 from nupp.frontend.aot_to_lua import BIT, OPS_TABLE, AotToLua
 from nupp.frontend.checker import check_module
 from nupp.frontend.diagnostics import Source
-from nupp.frontend.parser import parse
+from nupp.frontend.parser import forget_trees, parse
 from nupp.frontend.printer import LuaWriter, lua_string
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
 from nupp.pipeline import with_deep_stack
@@ -53,9 +53,12 @@ def translate(source: Source, native: NativeModule | None = None) -> str:
     """Lua source for a Nupp module, line for line.  With `native`, its @aot
     functions call the compiled library; without, they run their IR as Lua."""
     chunk = parse(source)
-    module = check_module(source, chunk)  # validates too: every diagnostic of the file at once
-    lowered = ToLua(source, module, native).chunk(chunk)
-    return _with_header(LuaWriter().chunk(lowered))
+    try:
+        module = check_module(source, chunk)  # validates too: every diagnostic of the file at once
+        lowered = ToLua(source, module, native).chunk(chunk)
+        return _with_header(LuaWriter().chunk(lowered))
+    finally:
+        forget_trees()  # a large program's tree is a million objects: free them now
 
 
 def translate_text(text: str, path: str = "<string>") -> str:

@@ -20,6 +20,7 @@ the emitters' callers) therefore run `with_deep_stack`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import sys
@@ -80,15 +81,12 @@ def _run_deep(work: Callable):
         except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
             outcome["error"] = err
 
-    _enter_deep_settings()
-    try:
+    with compiling():
         thread = _start_thread(body)
         if thread is None:  # no thread to be had: the caller's own stack will have to do
             body()
         else:
             thread.join()
-    finally:
-        _leave_deep_settings()
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
@@ -108,6 +106,19 @@ def _start_thread(body: Callable) -> threading.Thread | None:
         return None
     finally:
         threading.stack_size(previous)
+
+
+@contextlib.contextmanager
+def compiling():
+    """While compiling: the recursion limit raised and the cyclic garbage
+    collector paused.  A caller that runs several steps on one module (compile
+    its @aot functions, then translate it) holds this around all of them, so
+    the collector does not walk the module's tree between the steps."""
+    _enter_deep_settings()
+    try:
+        yield
+    finally:
+        _leave_deep_settings()
 
 
 def _enter_deep_settings() -> None:

@@ -16,6 +16,7 @@ from lupa import luajit21
 
 from nupp.frontend.diagnostics import Source, source_bytes
 from nupp.frontend.to_lua import NativeModule, translate
+from nupp.pipeline import compiling
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
@@ -128,7 +129,8 @@ class Host:
     def translate(self, source: Source, native: NativeModule | None = None) -> str:
         """The Lua for a module in this host's mode (compiling its @aot functions if native,
         unless `native` is their library already)."""
-        return translate(source, native or self.native_for(source))
+        with compiling():  # one pause of the garbage collector for both steps
+            return translate(source, native or self.native_for(source))
 
     def native_for(self, source: Source) -> NativeModule | None:
         """The library a module's @aot functions run from in this host's mode (None: as Nupp)."""
