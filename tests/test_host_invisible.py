@@ -194,3 +194,10 @@ def test_an_uncaught_error_shows_the_programs_frames_only(tmp_path):
     proc = nupp_cli("run", "s.nupp", cwd=tmp_path)
     assert proc.returncode == 1 and "s.nupp:5:3: error: span index 5 out of range 1..2" in proc.stderr
     assert proc.stderr.split("from:\n")[1].splitlines() == ["  s.nupp:5: in function 'f'", "  s.nupp:7: in main chunk"]
+
+
+def test_arguments_reach_the_script_as_the_bytes_they_were(tmp_path):
+    (tmp_path / "b.lua").write_text("print(#arg[1], arg[1]:byte(1, -1))\nprint((select(1, ...)) == arg[1])\n")
+    proc = subprocess.run([sys.executable, "-m", "nupp", "run", "b.lua", b"\xff\xfeA"], cwd=tmp_path,
+                          capture_output=True, timeout=300)
+    assert (proc.returncode, proc.stdout) == (0, b"3\t255\t254\t65\ntrue\n"), proc.stderr
