@@ -9,7 +9,7 @@ The AOT subset proper is the checker's business (a later stage).
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
+from dataclasses import is_dataclass
 
 from nupp.frontend import ast
 from nupp.frontend.diagnostics import Diagnostic, NuppError, Source
@@ -49,8 +49,8 @@ class _Validator:
             self.visit_children(node)
 
     def visit_children(self, node) -> None:
-        for f in fields(node):
-            self._visit_value(getattr(node, f.name))
+        for name in ast.field_names(type(node)):
+            self._visit_value(getattr(node, name))
 
     def _visit_value(self, value) -> None:
         if isinstance(value, tuple):
