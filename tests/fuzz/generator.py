@@ -255,7 +255,10 @@ class Writer:
             literal = self.pick(NONZERO_DIVISORS[width])
             return Expr(width, f"({{0}} {op} {literal})", [self.nonliteral(dividend)])
         if roll < 0.5 and self.raising:
-            return Expr(width, f"({{0}} {op} {{1}})", [self.nonliteral(dividend), self.expr(width, d)], fails=True)
+            # in a span loop mostly a varying divisor (lane C runs those in gangs, some lanes raising)
+            loads = self.loads(width) if self.loop is not None and self.chance(0.7) else []
+            divisor = self.pick(loads) if loads else self.expr(width, d)
+            return Expr(width, f"({{0}} {op} {{1}})", [self.nonliteral(dividend), divisor], fails=True)
         one = {"i32": "1", "u32": "1", "i64": "1LL", "u64": "1ULL"}[width]
         made = f"{self.nmath('u32.fromI32')}({{1}} | 1)" if width == "u32" else f"({{1}} | {one})"
         inner = self.expr("i32" if width == "u32" else width, d)
@@ -420,10 +423,12 @@ class Writer:
         callees = [h for h in self.helpers if h.result == width]
         if not callees or not self.raising:
             return self.leaf(width)
-        h = self.pick(callees)
-        args = [self.expr(self.pick(ARGUMENT[w]), max(d - 1, 0), literal_ok=w != "f32" or self.chance(0.5))
-                for w in h.params]
-        return Call(width, "", args, callee=h.function)
+        return self.call_of(self.pick(callees), max(d - 1, 0))
+
+    def call_of(self, h: Helper, depth: int = 1) -> Call:
+        """A call of `h` with arguments of widths its parameters take (a literal takes the parameter's)."""
+        args = [self.expr(self.pick(ARGUMENT[w]), depth, literal_ok=True) for w in h.params]
+        return Call(h.result or "nil", "", args, callee=h.function)
 
     # ---- statements ------------------------------------------------------------------------
     def block(self, count: int, depth: int) -> list:
@@ -435,8 +440,8 @@ class Writer:
 
     def statement(self, depth: int) -> list:
         kinds = [(5, self.local), (3, self.assignment)]
-        if self.loop is not None:
-            kinds += [(3, self.store), (2, self.motif)]
+        if self.loop is not None:  # (stores close every span loop's body too)
+            kinds += [(1, self.store), (2, self.motif)]
         if depth > 0:
             kinds += [(3, self.if_statement), (2, self.for_statement), (1, self.while_statement),
                       (1, self.repeat_statement), (1, self.do_statement)]
@@ -629,9 +634,7 @@ class Writer:
         checks = [h for h in self.helpers if h.result is None]
         if not checks:
             return self.local(depth)
-        h = self.pick(checks)
-        args = [self.expr(self.pick(ARGUMENT[w]), 1, literal_ok=w != "f32") for w in h.params]
-        return [Line("call", "{0}", [Call("nil", "", args, callee=h.function)])]
+        return [Line("call", "{0}", [self.call_of(self.pick(checks))])]
 
     # ---- motifs: the shapes that once broke lane C ------------------------------------------
     def motif(self, depth: int = 0) -> list:
@@ -647,9 +650,7 @@ class Writer:
         zero, or a call of a helper that asserts."""
         callees = [h for h in self.helpers if h.raising and h.result in ("i32", "i64", "f64")]
         if callees and self.chance(0.3):
-            h = self.pick(callees)
-            args = [self.expr(self.pick(ARGUMENT[w]), 1, literal_ok=w != "f32") for w in h.params]
-            return Call(h.result, "", args, callee=h.function)
+            return self.call_of(self.pick(callees))
         width = self.pick(("i32", "i64"))
         divisor = self.pick(self.loads(width) or [self.expr(width, 1)])
         return Expr(width, f"({{0}} {self.pick(('//', '%'))} {{1}})", [self.expr(width, 1, literal_ok=True), divisor],
@@ -703,13 +704,10 @@ class Writer:
         a store under register pressure."""
         w = self.fresh("w")
         start = self.pick(self.loads("i32") or [Expr("i32", self.loop.counter, varying=True)])
-        uniform = [v for v in self.visible("i32") if not v.varying] or [Expr("i32", "7")]
-        k = self.pick(uniform)
-        k = k.name if isinstance(k, Var) else k.form
-        tail = "false" if self.chance(0.5) else None
+        k = self.pick([v.name for v in self.visible("i32") if not v.varying] or ["7"])
+        test = Expr("bool", "false") if self.chance(0.5) else self.condition(1)
         self.declare(w, "i32", True)
-        cond = Expr("bool", f"({w} < ({k} & 3) and {{0}})", [Expr("bool", "false") if tail else self.condition(1)],
-                    bounds=True)
+        cond = Expr("bool", f"({w} < ({k} & 3) and {{0}})", [test], bounds=True)
         self.loops += 1
         try:
             body = self.controlled(True, lambda: self.block(self.rng.randint(0, 2), 0))
@@ -776,8 +774,7 @@ class Writer:
         self.begin_function([(n, w) for n, w, _ in params], "f64")
         body = []
         for k, h in enumerate(callees):
-            args = [self.expr(self.pick(ARGUMENT[w]), 1, literal_ok=w != "f32") for w in h.params]
-            body.append(Line("local", f"local r{k + 1}: number = {{0}}", [Call(h.result, "", args, callee=h.function)]))
+            body.append(Line("local", f"local r{k + 1}: number = {{0}}", [self.call_of(h)]))
         body.append(Line("return", "return " + " + ".join(f"r{k + 1}" for k in range(len(callees)))))
         function = Function(name, [Param(n, t) for n, _, t in params], "number", body)
         return Helper(function, [w for _, w, _ in params], "f64", True)

@@ -24,7 +24,7 @@ from typing import Callable
 
 from .generator import renamed_twin
 from .program import Expr, For, If, Line, Program, Repeat, SwitchLocal, While, statements
-from .runner import Failure, Runner, front_end
+from .runner import Failure, Runner, compile_in_process, front_end
 from .runs import FRONT_END, REFERENCE, CallSpec
 
 # a plain value of each width, to stand for an expression
@@ -60,22 +60,23 @@ class _Reducer:
         return "\n".join(program.render())
 
     def fails(self, program: Program, call) -> bool:
-        """Whether `program` (well-typed) fails with the failure's signature."""
+        """Whether `program` fails with the failure's signature: in process when nupp fails on it
+        before any C compiler runs (compile_in_process), else in the failure's execution."""
         self.tries += 1
         f = self.failure
-        if f.execution == FRONT_END:
-            refusal = front_end(program, f"{program.ident}.nupp")
-            return refusal is not None and replace(f, kind=refusal[0], detail=refusal[1]).signature == f.signature
         if program.isolated:
             program.twin = renamed_twin(program)
             if front_end(program.twin, "twin.nupp"):
                 return False
-            found = self.runner.check_isolated(program, "minimizing")
-        else:
-            if front_end(program, "minimizing.nupp"):
-                return False
-            found = self.runner.check([program], [call] if call else None, [REFERENCE, f.execution], "minimizing")
-        return any(g.signature == f.signature and g.execution == f.execution for g in found)
+            return self.same(self.runner.check_isolated(program, "minimizing"))
+        early = compile_in_process(program, "minimizing.nupp", self.runner.emitters)
+        if early or f.execution == FRONT_END:
+            return bool(early) and self.same([Failure(program, *early)])
+        return self.same(self.runner.check([program], [call] if call else None, [REFERENCE, f.execution],
+                                           "minimizing"))
+
+    def same(self, found: list[Failure]) -> bool:
+        return any(g.signature == self.failure.signature and g.execution == self.failure.execution for g in found)
 
     def out_of_time(self) -> bool:
         return time.monotonic() > self.deadline

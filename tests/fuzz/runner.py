@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from nupp.emit_c.lane import emit_lane_module
+from nupp.emit_c.scalar import emit_module
 from nupp.frontend.diagnostics import NuppError, Source
+from nupp.frontend.to_lua import translate
 from nupp.pipeline import compile_module
 
 from .coverage import measure, table
@@ -76,9 +79,10 @@ class Failure:
 
 
 def _message_head(detail: str) -> str:
-    """The message's first two lines without the places they name (a verifier's rule stays)."""
+    """The message's first two lines without the places and names they mention (files, IR
+    positions and locals, the tier a C compiler built for), so one bug has one head."""
     head = " ".join(detail.splitlines()[:2])
-    head = re.sub(r"[\w./-]+\.nupp:\d+(:\d+)?:?|\w+@\d+:\d+:?|%\w+", "", head)
+    head = re.sub(r"\S*/\S*|\S+\.(nupp|c)\b(:\d+)*:?|\w+@\d+:\d+:?|%\w+|\((baseline|v\d)\)", "", head)
     return re.sub(r"\s+", " ", head)[:160]
 
 
@@ -99,6 +103,35 @@ def front_end(program: Program, path: str) -> Optional[tuple[str, str]]:
     return None
 
 
+def compile_in_process(program: Program, path: str, executions: list[Execution]) -> Optional[tuple[Execution, str, str]]:
+    """Where nupp fails on a program alone before any C compiler runs, as (execution, kind,
+    detail): the front end refuses it, or translating it for the interpreter or emitting the
+    scalar or lane C of one of `executions` raises, which a worker would report as a failure
+    to load.  Cheap, so a batch is spared a program that would fail to load."""
+    refusal = front_end(program, path)
+    if refusal:
+        return (FRONT_END, *refusal)
+    source = Source(path, module_text([program]))
+    module = compile_module(source)
+    emit = {"interp": lambda e: translate(source, None), "scalar": lambda e: emit_module(module, path, "fuzz_"),
+            "lane": lambda e: emit_lane_module(module, path, "fuzz_", e.gang)}
+    for execution in executions:
+        try:
+            emit[execution.mode](execution)
+        except Exception as err:  # noqa: BLE001 - the same words a worker would report
+            return execution, "load", f"{type(err).__name__}: {err}"
+    return None
+
+
+def emitters(executions: list[Execution]) -> list[Execution]:
+    """One execution per distinct text nupp emits for them: the interpreter's Lua, the scalar C,
+    the lane C of each gang (the same at every tier and with either compiler)."""
+    out: dict = {}
+    for e in executions:
+        out.setdefault((e.mode, e.gang if e.mode == "lane" else None), e)
+    return list(out.values())
+
+
 class Runner:
     """Runs modules of programs in executions and finds where they disagree."""
 
@@ -107,6 +140,7 @@ class Runner:
         self.executions = executions
         self.workdir = workdir
         self.call_timeout = call_timeout
+        self.emitters = emitters(executions)
 
     def write(self, name: str, programs: list[Program]) -> str:
         path = self.workdir / f"{name}.nupp"
@@ -233,9 +267,9 @@ class Fuzzer:
         accepted = []
         for p in programs:
             self.report.coverage.update(measure(module_text([p]), f"p_{p.ident}.nupp"))
-            refusal = None if p.isolated else front_end(p, f"{p.ident}.nupp")
-            if refusal:
-                self.found([Failure(p, FRONT_END, *refusal)])
+            failed = None if p.isolated else compile_in_process(p, f"{p.ident}.nupp", self.runner.emitters)
+            if failed:
+                self.found([Failure(p, *failed)])
             elif not p.isolated:
                 accepted.append(p)
         self.found(self.runner.check(accepted, name=f"batch{number}"))

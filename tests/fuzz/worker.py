@@ -102,13 +102,17 @@ def _call(module, entry: Entry, call: CallSpec, runtime_error) -> Outcome:
 
 # ---- the parent ------------------------------------------------------------------------------------
 
+JOBS_PER_PROCESS = 40  # then a fresh process: every load keeps a LuaJIT state and a library mapped
+
+
 class Worker:
-    """One child process, restarted after a hang or a crash."""
+    """One child process, restarted after a hang or a crash, and after JOBS_PER_PROCESS jobs."""
 
     def __init__(self, environment: dict):
         self.environment = environment
         self.process = None
         self.connection = None
+        self.jobs = 0
 
     def start(self) -> None:
         context = multiprocessing.get_context("spawn")
@@ -151,6 +155,9 @@ class Worker:
     def run(self, job: Job, load_timeout: float, call_timeout: float) -> JobResult:
         result = JobResult()
         pending = list(_calls_from(job))
+        self.jobs += 1
+        if self.jobs % JOBS_PER_PROCESS == 0:
+            self.close()
         while True:
             if self.process is None:
                 self.start()
