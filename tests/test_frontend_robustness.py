@@ -15,6 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from lupa import luajit21
 
+import nupp as nupp_api
+
 from nupp.frontend.checker import check_module
 from nupp.frontend.diagnostics import Diagnostic, NuppError, Source, source_bytes
 from nupp.frontend import ast
@@ -153,6 +155,13 @@ def test_deeply_nested_calls_in_aot_functions_run_in_every_mode(tmp_path, mode):
                                      + "a + (" * depth + "a" + ")" * depth + "\nend\nprint(f(1))\n")
     proc = nupp("run", "m.nupp", *mode, cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, f"{depth + 1}\n".encode()), proc.stderr[-500:]
+
+
+def test_the_python_api_takes_deep_trees(tmp_path):
+    path = tmp_path / "m.nupp"
+    path.write_text("@aot\nlocal function f(a: int32): int32\n  return " + " + ".join(["a"] * 5000)
+                    + "\nend\nreturn {f = f}\n")
+    assert nupp_api.load(str(path), mode="interp").f(1) == 5000
 
 
 def test_emitters_take_deep_trees(tmp_path):
