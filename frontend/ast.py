@@ -170,6 +170,7 @@ class Field:
     obj: "Expr"
     name: str
     span: Span = _span()
+    name_span: Span = _span()  # where `name` of `.name` is: LuaJIT's line for indexing by it
 
 
 @dataclass(frozen=True)

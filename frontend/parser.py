@@ -363,7 +363,7 @@ class TreeBuilder(Transformer):
 
     @_inline
     def field(self, obj, name):
-        return ast.Field(obj, str(name), _between(obj, name))
+        return ast.Field(obj, str(name), _between(obj, name), _tok_span(name))
 
     @_inline
     def paren(self, open_paren, expr, close):

@@ -360,7 +360,7 @@ class Writer:
 
     def expr_Field(self, e: ast.Field) -> None:
         self.prefix(e.obj)
-        self.reach_line(e.span.end_line)  # the name is the field's last token
+        self.reach_line(e.name_span.line)
         self.write(f".{e.name}")
 
     def expr_Call(self, e: ast.Call) -> None:

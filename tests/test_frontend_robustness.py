@@ -483,3 +483,11 @@ def test_goto_in_an_aot_function_is_a_subset_diagnostic(tmp_path):
     err = proc.stderr.decode()
     assert "m.nupp:5:20: error: goto is outside the AOT subset" in err
     assert "m.nupp:7:5: error: a label (::name::) is outside the AOT subset" in err
+
+
+def test_an_error_in_a_switch_arm_names_the_arms_line(tmp_path):
+    # the translation's own calls (__nupp.switch_call) must not pull the arms onto another line
+    (tmp_path / "m.nupp").write_text('local t = nil\nlocal v = 2\nprint(switch v do\n  case 1 -> "one"\n'
+                                     '  case 2 -> t.x\n  else -> "other"\nend)\n')
+    proc = nupp("run", "m.nupp", "--aot", "off", cwd=tmp_path)
+    assert proc.stderr.startswith(b"m.nupp:5:3: error: attempt to index upvalue 't'"), proc.stderr
