@@ -39,7 +39,7 @@ from .fuzz.regressions import check_saved, load_entry, save
 from .fuzz.runner import Failure, Fuzzer, Options, Runner, entry_of, front_end
 from .fuzz.runs import (FRONT_END, REFERENCE, CallSpec, Execution, Outcome, canonical_result, canonical_span,
                         difference, executions_matching, runnable_tiers)
-from .fuzz.worker import Entry, Pool
+from .fuzz.worker import Entry, JobResult, Pool
 
 SAMPLE = 150  # programs: enough for every construct with margin (measured: 120 suffice)
 
@@ -147,6 +147,40 @@ def test_a_call_that_never_returns_is_a_hang_and_the_next_call_runs(runner, tmp_
         assert result.load[0] == "ok", result.load
         assert result.outcomes[(0, 0)].exception.startswith("hang:"), result.outcomes[(0, 0)]
         assert result.outcomes[(0, 1)].result == ("int", 0), result.outcomes[(0, 1)]
+
+
+class _BrokenLaneRunner(Runner):
+    """Runs nothing: a module marked BROKEN fails to load in lane C, every call returns 0."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.runs: list = []  # (entries, executions) of every run
+
+    def run(self, path, entries, executions=None):
+        broken = "BROKEN" in open(path).read()
+        self.runs.append(([e.function for e in entries], [e.name for e in executions or self.executions]))
+        results = []
+        for execution in executions or self.executions:
+            if broken and execution.mode == "lane":
+                results.append(JobResult(("exception", f"InternalError: cannot build {path}")))
+            else:
+                results.append(JobResult(("ok", execution.name), {(e, c): Outcome(result=("int", 0))
+                                                                    for e, entry in enumerate(entries)
+                                                                    for c in range(len(entry.calls))}))
+        return results
+
+
+def test_a_module_that_fails_to_load_is_narrowed_to_its_program(tmp_path):
+    programs = [generate(seed, f"p{seed}") for seed in (20, 21, 22)]
+    programs[1].entry.body.insert(0, Line("comment", "-- BROKEN"))
+    lane = Execution("lane", "gcc", "baseline", 4)
+    runner = _BrokenLaneRunner(None, [REFERENCE, Execution("scalar", "gcc"), lane], tmp_path, 1)
+    failures = runner.check(programs)
+    assert [(f.program.ident, f.execution, f.kind) for f in failures] == [("p21", lane, "load")]
+    assert "cannot build" in failures[0].detail
+    # each program alone only where the module failed; then the others run there, against the reference
+    assert runner.runs[1:] == [([f"{p.ident}_k"], [lane.name]) for p in programs] + \
+        [(["p20_k", "p22_k"], ["interp", lane.name])]
 
 
 def test_a_saved_failure_runs_again(runner, tmp_path):

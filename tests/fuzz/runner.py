@@ -179,13 +179,24 @@ class Runner:
         entries = [entry_of(p, calls) for p in programs]
         results = self.run(self.write(name, programs), entries, executions)
         failures = self.failures(programs, entries, results, executions)
-        loads = {f.execution for f in failures if f.kind == "load"}
-        if loads and len(programs) > 1:  # which programs fail to load there: each alone
-            failures = [f for f in failures if f.kind != "load"]
-            for k, p in enumerate(programs):
-                failures += [f for f in self.check([p], calls, [REFERENCE, *sorted(loads, key=str)],
-                                                   f"{name}_alone{k}") if f.kind == "load"]
-        return failures
+        unloaded = [e for e, r in zip(executions, results) if r.load[0] != "ok"]
+        if not unloaded or len(programs) == 1:
+            return failures
+        return [f for f in failures if f.kind != "load"] + self.unloaded(programs, calls, unloaded, name)
+
+    def unloaded(self, programs: list[Program], calls, unloaded: list[Execution], name: str) -> list[Failure]:
+        """A module that fails to load in `unloaded`: which programs fail alone (tried in the first
+        of them; each is taken to fail in all), then the others run again there."""
+        culprits = []
+        for k, p in enumerate(programs):
+            alone = self.check([p], [], [unloaded[0]], f"{name}_alone{k}")
+            culprits += [(p, alone[0].detail)] if alone else []
+        if not culprits:
+            return [Failure(programs[0], unloaded[0], "load", "the module fails to load; no program alone does")]
+        failures = [Failure(p, e, "load", detail) for p, detail in culprits for e in unloaded]
+        rest = [p for p in programs if all(p is not c for c, _ in culprits)]
+        comparing = unloaded if REFERENCE in unloaded else [REFERENCE, *unloaded]
+        return failures + (self.check(rest, calls, comparing, f"{name}_rest") if rest else [])
 
     def check_isolated(self, program: Program, name: str) -> list[Failure]:
         """A program defining a name twice: refused alike everywhere, or run alike and like its twin."""
