@@ -302,6 +302,19 @@ def test_a_modified_element_table_reaches_nothing_else(lua):
     assert run(lua, setup + "rawset(e, false, 3)\ne.n = 9\nreturn s[3].n, s[2].n") == (9, 0)
 
 
+def test_the_element_path_keeps_the_globals_it_was_loaded_with(lua):
+    # a program may replace its globals, and declare structs after that
+    message = error_of(lua, """
+        error, loadstring, string.dump, rawget = function() end, nil, nil, nil
+        local T = __nupp.struct("T", {{"n", "int32"}})
+        local e = span.new(T, 2)[1]
+        rawset(e, false, 5)
+        local n = e.n
+        return n
+    """)
+    assert message == "T element no longer names an element of a span (its table was modified)"
+
+
 def test_from_table_stores_every_key_of_a_row_as_a_field(lua):
     # an element is a table too, but not a row of field values; and no key of
     # a row may reach the element table's own slots

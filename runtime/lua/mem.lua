@@ -73,7 +73,10 @@ local cast = ffi.cast
 local setmetatable = setmetatable
 local raw_getmetatable = debug.getmetatable
 local describe = math_rt.describe
-local type, tonumber, rawget = type, tonumber, rawget
+-- the globals the element path uses, as they were when the runtime loaded
+-- (a program may replace its globals)
+local type, tonumber, rawget, error = type, tonumber, rawget, error
+local loadstring, dump = loadstring, string.dump
 
 local mem = {}
 local span = {}
@@ -469,7 +472,7 @@ end
 -- upvalues: what it uses comes as arguments), so the closures it returns see
 -- constants.
 local function instance(factory, ...)
-    return loadstring(string.dump(factory))(...)
+    return loadstring(dump(factory))(...)
 end
 
 -- The raw reference to the memory an element names, after checking its two
