@@ -46,17 +46,18 @@
 -- index, under keys that are no field's name, so `e[1] = v` is refused like
 -- any unknown field and `#e` is 0) with the (struct, writability) element
 -- metatable, whose __index/__newindex run the field accessors on the
--- element's memory.  Holding its span, an element
--- keeps its storage alive like any view.  The table costs an allocation
--- per `s[i]` in the interpreter; in a compiled trace LuaJIT sinks it
--- whenever the element does not escape (the `s[i].f = s[i].f + 1` loops
--- and element locals of ordinary code), so the common path allocates
--- nothing.  Lua code can rawset the two slots, so every access checks that
--- the span slot holds a span of the element's kind and the index slot an
--- index within it: a modified element can only name another element of such
--- a span.  The metatable is protected (getmetatable gives false).  Operators
--- on spans and elements, and pairs/ipairs on spans, are refused naming them
--- as declared.
+-- element's memory.  Holding its span, an element keeps its storage alive
+-- like any view.  The table costs an allocation per `s[i]` in the
+-- interpreter; in a compiled trace LuaJIT sinks it whenever the element
+-- does not escape (the `s[i].f = s[i].f + 1` loops and element locals of
+-- ordinary code), so the common path allocates nothing.  Lua code can
+-- rawset the two slots, so every access checks that the span slot holds a
+-- span of the element's kind and the index slot an index within it: a
+-- modified element can only name another element of such a span.  The
+-- metatable is protected (getmetatable gives false).  type(e) is "table",
+-- so in a switch `case is table` matches an element too: test `case is T`
+-- first.  Operators on spans and elements, and pairs/ipairs on spans, are
+-- refused naming them as declared.
 --
 -- Lifetime: a weak-keyed table maps every span cdata to the allocation it
 -- views; sub and read-only views map to the same allocation, and elements
