@@ -23,10 +23,14 @@ evaluation order, and checked there:
                                                      if (t1 == 0) return 1;
                                                      int32_t v_q = nu_idiv_i32(p_a, t1);
 
-so a raising op never lets a later effect of its statement happen.  A
-raising right operand of `and`/`or` is evaluated under an `if` on the left
-one, keeping the short circuit; a `while` whose condition raises becomes
-`for (;;) { ...; if (!cond) break; ... }`.
+so a raising op never lets a later effect of its statement happen.  So is,
+into a `const` temporary, every subexpression HOLD_HEIGHT IR levels high:
+Clang refuses C nested 256 brackets deep, and a chain of 5000 `+` is legal
+Nupp.  A right operand of `and`/`or` that writes such lines (`writes_lines`)
+is evaluated under an `if` on the left one, keeping the short circuit; a
+`while` whose condition writes them becomes `for (;;) { ...; if (!cond)
+break; ... }`, and an `elseif` whose condition does a nested `if` in the
+`else`.
 
 Names: every C identifier is derived from a fixed prefix and the IR name
 with each character outside [A-Za-z0-9_] replaced by `_` (and a `_2`, `_3`
@@ -87,6 +91,7 @@ def emit_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_") -> C
 # ==== names =======================================================================
 
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class _Names:
@@ -144,9 +149,30 @@ def _switch_arms(s: ir.If) -> Optional[list[tuple[tuple[int, ...], tuple]]]:
     return arms
 
 
+# Clang refuses an expression nested more than 256 brackets deep, and each IR
+# level renders within two: a subexpression HOLD_HEIGHT levels high is held in
+# a temporary (`_FunctionEmitter.expr`), so no C expression nests deeper than
+# about 2 * HOLD_HEIGHT brackets plus its statement's few.
+HOLD_HEIGHT = 24
+
+
+def _reaches(e, levels: int) -> bool:
+    """Whether e is at least `levels` IR levels high (a leaf is 0; looks no deeper)."""
+    if levels <= 0:
+        return True
+    return isinstance(e, (ir.Op, ir.Call)) and any(_reaches(a, levels - 1) for a in e.args)
+
+
+def writes_lines(e) -> bool:
+    """Whether rendering e writes lines before its statement: what can fail is
+    hoisted, and so is every subexpression HOLD_HEIGHT levels high (one exists
+    exactly when e is at least that high)."""
+    return raises(e) or _reaches(e, HOLD_HEIGHT)
+
+
 def _simple(stmts) -> bool:
     """Statements that declare nothing in C (a switch arm without braces)."""
-    return all(isinstance(s, (ir.Assign, ir.Store)) and not raises(s.value) for s in stmts)
+    return all(isinstance(s, (ir.Assign, ir.Store)) and not writes_lines(s.value) for s in stmts)
 
 
 def _call_order(module: ir.Module) -> list[ir.Function]:
@@ -285,6 +311,7 @@ class _FunctionEmitter:
         self.decls: list[_Decl] = []
         self.count = 0
         self.spans: dict[str, tuple[str, str, ir.SpanType]] = {}  # IR name -> (pointer, length, type)
+        self.heights: dict[int, tuple[object, int]] = {}  # id(expression) -> (it, held_height)
 
     # ---- output
     def line(self, text: str) -> None:
@@ -462,7 +489,7 @@ class _FunctionEmitter:
         self.block(s.then)
         rest = s.orelse
         while (len(rest) == 1 and isinstance(rest[0], ir.If) and _switch_arms(rest[0]) is None
-               and not raises(rest[0].cond)):
+               and not writes_lines(rest[0].cond)):
             inner = rest[0]
             self.line(f"}} else if ({_bare(self.expr(inner.cond))}) {{")
             self.block(inner.then)
@@ -523,7 +550,7 @@ class _FunctionEmitter:
         self.line("}")
 
     def stmt_While(self, s: ir.While) -> None:
-        if not raises(s.cond):
+        if not writes_lines(s.cond):
             self.line(f"while ({_bare(self.expr(s.cond))}) {{")
             self.block(s.body)
             self.line("}")
@@ -553,7 +580,23 @@ class _FunctionEmitter:
 
     # ---- expressions (each returns side-effect-free C; what can fail is hoisted)
     def expr(self, e) -> str:
-        return getattr(self, "expr_" + type(e).__name__)(e)
+        c = getattr(self, "expr_" + type(e).__name__)(e)
+        if self.held_height(e) < HOLD_HEIGHT or _IDENT.fullmatch(c):
+            return c
+        t = self.temp()  # evaluated where it stands: after its operands' hoisted lines
+        self.line(f"const {c_type(e.width)} {t} = {_bare(c)};")
+        self.reads.add(t)
+        return t
+
+    def held_height(self, e) -> int:
+        """e's height in IR levels, a subexpression held in a temporary counting as a leaf."""
+        if not isinstance(e, (ir.Op, ir.Call)) or not e.args:
+            return 0
+        known = self.heights.get(id(e))
+        if known is None or known[0] is not e:
+            below = (self.held_height(a) for a in e.args)
+            known = self.heights[id(e)] = (e, 1 + max(h if h < HOLD_HEIGHT else 0 for h in below))
+        return known[1]
 
     def read(self, c_name: str) -> str:
         self.reads.add(c_name)
@@ -602,7 +645,7 @@ class _FunctionEmitter:
 
     def expr_Op(self, e: ir.Op) -> str:
         info = OPS[e.op]
-        if info.lane == SHORT_CIRCUIT and raises(e.args[1]):
+        if info.lane == SHORT_CIRCUIT and writes_lines(e.args[1]):
             return self.short_circuit(e)
         args = [self.expr(a) for a in e.args]
         if fails_itself(e):
