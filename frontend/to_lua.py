@@ -210,6 +210,15 @@ class ToLua:
             return ast.Call(ast.Field(_name("__nupp_bit", e.span), "bnot", e.span), (operand,), e.span)
         return e if operand is e.operand else replace(e, operand=operand)
 
+    def stat_Return(self, s: ast.Return) -> list:
+        """`return a & b` stays no tail call once `&` is a call: `return (f(a, b))`.
+        A tail call drops the returning frame, and with it the line an
+        operator's error names (the runtime raises it at level 2)."""
+        out = self.rebuild(s)
+        if len(s.values) == 1 and not _is_call(s.values[0]) and _is_call(out.values[0]):
+            out = replace(out, values=(ast.Paren(out.values[0], out.values[0].span),))
+        return [out]
+
     # ---- structs
     def stat_StructDecl(self, s: ast.StructDecl) -> list:
         self.structs.add(s.name)
@@ -381,3 +390,7 @@ def _same_or(old, new_items: list, build, attribute: str | None = None):
 
 def _is_aot(attributes) -> bool:
     return any(a.name == "aot" for a in attributes)
+
+
+def _is_call(e) -> bool:
+    return isinstance(e, (ast.Call, ast.MethodCall))

@@ -148,6 +148,26 @@ def test_runtime_errors_point_at_the_nupp_line():
     assert err.value.message.startswith("t.nupp:6:")
 
 
+_RETURNING = "print(pcall(function()\n  return {expr}\nend))\n"
+
+
+@pytest.mark.parametrize("expr", ["{} & 3", "3 | {}", "{} ~ 1", "1 << {}", "{} >> 1", "~{}", "7LL // 2",
+                                  "({} & 3)"])
+def test_an_operator_error_in_a_return_names_its_line(expr):
+    """`return a & b` is no tail call in Lua: its error names its line, as
+    LuaJIT names the line of `return {} + 3` (the oracle, run untranslated)."""
+    oracle = run_captured(lambda h: h.run_lua(_RETURNING.format(expr="{} + 3"), "@t.nupp", ()))
+    where = oracle.split("\t")[1].split(" ")[0]
+    assert where == "t.nupp:2:"
+    assert run_nupp(_RETURNING.format(expr=expr)).startswith(f"false\t{where} attempt to perform ")
+
+
+def test_a_call_the_program_returns_stays_a_tail_call():
+    lua = translate_text("local function f(a) return a end\nlocal function g(a) return f(a & 1) end\n")
+    assert "return f(__nupp_bit.band(a, 1))" in lua
+    assert run_nupp("print((function() return 6 & 3, 1 end)())\n") == "2\t1\n"
+
+
 def test_every_statement_keeps_its_line():
     # each line prints its own number through debug.getinfo
     lines = [f"print({i}, debug.getinfo(1, 'l').currentline)" for i in range(1, 6)]
