@@ -9,9 +9,10 @@ spends five Python calls on each token.
 Like lark's contextual lexer it asks the parser what may come next where that
 matters: a word that is a keyword only in some places (`case`, `is`,
 `struct`, and `goto` when a name follows it) is that keyword only where the
-parser takes it, a name elsewhere; and an operator the parser cannot take
-there gives way to the longest one it can (`>>` closing two type argument
-lists is two `>`).
+parser takes it, a name elsewhere; and where the parser takes a `>` closing
+a type argument list but not the longer operator, `>>` or `>=` gives way to
+it (`Span<Span<P>>` closes two lists).  No other operator is cut short:
+LuaJIT reads `...` after an operand as `...`, never `..` `.`.
 """
 
 from __future__ import annotations
@@ -40,14 +41,13 @@ class NuppLexer(Lexer):
         self.reserved = {word: kind for word, kind in words.items() if not name.fullmatch(word)}
         self.contextual = {word: kind for word, kind in words.items() if word not in self.reserved}
         operators = sorted((t for t in terminals.values() if t.pattern.type == "str" and t.pattern.value not in words),
-                           key=lambda t: -len(t.pattern.value))
-        self.operators = [(t.pattern.value, t.name) for t in operators]
+                           key=lambda t: -len(t.pattern.value))  # the longest first: `...`, not `..`
         groups = [f"(?P<{n}>{terminals[n].pattern.to_regexp()})" for n in _LEADING]
         # a reserved word is what NAME refuses to match (the longest first: `elseif`, not `else`)
         groups.append("(?P<RESERVED>" + "|".join(sorted(self.reserved, key=len, reverse=True)) + ")")
-        groups.append("(?P<OPERATOR>" + "|".join(re.escape(value) for value, _ in self.operators) + ")")
+        groups.append("(?P<OPERATOR>" + "|".join(re.escape(t.pattern.value) for t in operators) + ")")
         self.master = re.compile("|".join(groups))
-        self.operator_kind = dict(self.operators)
+        self.operator_kind = {t.pattern.value: t.name for t in operators}
         self.multiline = frozenset({"WS", "LONG_COMMENT", "LONG_STRING", "STRING"})
 
     def lex(self, lexer_state, parser_state):
@@ -84,16 +84,14 @@ class NuppLexer(Lexer):
         statement only then (LuaJIT looks ahead the same way)."""
         while pos < end:
             m = self.master.match(text, pos, end)
-            if m is None or m.lastgroup not in self.ignore:
-                return m is not None and m.lastgroup == "NAME"
+            if m is None or m.lastgroup not in self.ignore:  # LuaJIT's lexer makes `goto` no name
+                return m is not None and m.lastgroup == "NAME" and m.group() != "goto"
             pos = m.end()
         return False
 
     def _operator(self, value: str, pos: int, accepted) -> tuple[str, str, int]:
-        """The operator at `pos`: the longest one, unless the parser takes only a shorter one there."""
+        """The operator at `pos`: the longest one, or the `>` closing type arguments."""
         kind = self.operator_kind[value]
-        if kind not in accepted:
-            for shorter, shorter_kind in self.operators:
-                if len(shorter) < len(value) and value.startswith(shorter) and shorter_kind in accepted:
-                    return shorter_kind, shorter, pos + len(shorter)
+        if kind not in accepted and value[0] == ">" and "GT" in accepted:
+            return "GT", ">", pos + 1
         return kind, value, pos + len(value)

@@ -16,9 +16,23 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from nupp.frontend.diagnostics import NuppError, Source, error_at
 
-# Terminals that can begin an expression: when several are expected, say "an expression".
+# Terminals that can begin an expression.
 EXPRESSION_STARTS = {"NAME", "NUMBER", "STRING", "LONG_STRING", "LPAR", "LBRACE", "FUNCTION",
                      "NIL", "TRUE", "FALSE", "NOT", "HASH", "MINUS", "TILDE", "SWITCH"}
+# Those that begin nothing else (no statement, no call's arguments, no operator):
+# where one is expected, an operand is missing: "an expression expected".
+OPERAND_STARTS = {"NUMBER", "NIL", "TRUE", "FALSE", "NOT", "HASH"}
+# What may follow a function value to call it.
+CALL_ARGUMENTS = {"LPAR", "STRING", "LONG_STRING", "LBRACE"}
+# What only continues an expression already complete (binary operators, indexing):
+# where one is expected, so is all of CONTINUATIONS, and that says nothing of
+# what the parser lacks there.
+AFTER_OPERAND = {"OR", "AND", "LT", "GT", "LE", "GE", "EQ", "NE", "BOR", "BAND", "SHL", "SHR", "CONCAT",
+                 "PLUS", "STAR", "SLASH", "DSLASH", "PERCENT", "POW", "DOT", "COLON", "LSQB"}
+CONTINUATIONS = AFTER_OPERAND | CALL_ARGUMENTS | {"MINUS", "TILDE"}
+# Tokens that end a block (Lua's block_follow), and what begins a statement.
+BLOCK_ENDS = {"END", "ELSE", "ELSEIF", "UNTIL", "$END"}
+STATEMENT_STARTS = {"LOCAL", "IF", "WHILE", "FOR", "REPEAT", "DO", "RETURN", "BREAK", "GOTO", "LABEL"}
 
 REGEX_TERMINAL_WORDS = {
     "NAME": "a name",
@@ -40,9 +54,11 @@ def describe_syntax_error(source: Source, text: str, err: UnexpectedInput) -> Nu
     if isinstance(err, UnexpectedCharacters):
         return _bad_character(source, text, err.pos_in_stream, err.line, err.column)
     token = getattr(err, "token", None)
-    if token is not None and token.type != "$END" and token.start_pos is not None:
-        # The contextual lexer may lex the start of an unfinished string or
-        # comment as tokens ('[', or '-' '-' '['); name the real problem instead.
+    if (token is not None and token.type not in ("$END", "STRING", "LONG_STRING")
+            and token.start_pos is not None):
+        # The start of an unfinished long string or comment lexes as tokens
+        # ('[', or '-' '-' '['): name the real problem instead.  (A string
+        # token is a whole string: `"a" "b"` is no unfinished one.)
         pos, col = token.start_pos, token.column
         if text[pos - 2:pos] == "--" and col > 2:
             pos, col = pos - 2, col - 2
@@ -79,7 +95,7 @@ def _bad_token(source: Source, text: str, err) -> NuppError:
     at_eof = token is None or token.type == "$END"
     line, col = (_eof_position(text) if at_eof else (token.line, token.column))
     near = "end of file" if at_eof else f"'{token}'"
-    expected = set(getattr(err, "expected", ()) or ())
+    expected = _acceptable(err)
     previous = _previous_token(err)
 
     if not at_eof and token.type == "EQUAL" and previous is not None and previous.type == "TILDE":
@@ -87,11 +103,17 @@ def _bad_token(source: Source, text: str, err) -> NuppError:
                         "not-equal is written '~=' with no space; a lone '~' is bitwise xor (or not)")
     if not at_eof and token.type == "EQUAL" and text[token.start_pos + 1:token.start_pos + 2] == ">":
         return error_at(source, line, col, "unexpected '=>'", "a switch arm is written `case 1 -> value`")
-    if not at_eof and token.type == "EQUAL" and expected & {"THEN", "DO"}:
+    in_condition = expected & {"THEN", "DO"} and not expected & (STATEMENT_STARTS - {"DO"})
+    if not at_eof and token.type == "EQUAL" and in_condition:
         return error_at(source, line, col, "unexpected '=' in a condition",
                         "use '==' to compare; '=' is assignment")
-    if expected & {"END", "UNTIL"} and (at_eof or token.type not in EXPRESSION_STARTS):
-        opener = _unclosed_opener(text)
+    block_must_end = not expected & (STATEMENT_STARTS | OPERAND_STARTS)  # e.g. after `return x`
+    closes = at_eof or token.type in BLOCK_ENDS or block_must_end
+    opener = _unclosed_opener(text if at_eof else text[:token.start_pos]) if closes else None
+    if not at_eof and token.type in BLOCK_ENDS and "$END" in expected and opener is None:
+        return error_at(source, line, col, f"end of file expected near {near}",
+                        f"no block is open here for this '{token}' to close: one '{token}' too many?")
+    if expected & {"END", "UNTIL"} and closes:
         if opener is not None:
             word, opened_at = opener
             closer = "until" if word == "repeat" else "end"
@@ -101,7 +123,17 @@ def _bad_token(source: Source, text: str, err) -> NuppError:
     phrase = _expected_phrase(expected)
     if phrase:
         return error_at(source, line, col, f"{phrase} expected near {near}")
-    return error_at(source, line, col, f"unexpected {near}")
+    return error_at(source, line, col, f"unexpected symbol near {near}")
+
+
+def _acceptable(err) -> set[str]:
+    """The terminals the parser takes where it stopped, each tried on a copy of
+    its state (lark's `expected` is the LALR state's: after an operand its
+    default reductions blur it into everything that may follow any expression)."""
+    parser = getattr(err, "interactive_parser", None)
+    if parser is not None:
+        return set(parser.accepts())
+    return set(getattr(err, "expected", ()) or ())
 
 
 def _previous_token(err) -> Token | None:
@@ -123,12 +155,15 @@ def _eof_position(text: str) -> tuple[int, int]:
 
 
 def _expected_phrase(expected: set[str]) -> str | None:
-    if not expected:
-        return None
-    if len(expected & EXPRESSION_STARTS) >= 3:
+    """What the parser lacks, in words, or None when it could take too many things to say."""
+    if expected & OPERAND_STARTS:
         return "an expression"
+    if expected == CALL_ARGUMENTS:
+        return "function arguments"
+    if expected & AFTER_OPERAND and expected - CONTINUATIONS:
+        expected = expected - CONTINUATIONS
     words = sorted({_terminal_words(name) for name in expected})
-    if len(words) > 4:
+    if not words or len(words) > 4:
         return None
     return " or ".join(words)
 

@@ -42,6 +42,17 @@ SYNTAX_ERRORS = [
     ("local function f(exclusiv o: span.WriteSpan<P>): nil end", 1, 18, ["unknown parameter qualifier 'exclusiv'"]),
     ("for i = 1, 2 do\n  x = 1\n", 2, 8, ["'end' expected", "'for' at line 1"]),
     ("switch x do\n  case 1 -> 2\n", 2, 14, ["'end' expected", "'switch' at line 1"]),
+    # a string after a string is no unfinished string
+    ('print("a" "b")', 1, 11, ["')' or ',' expected near '\"b\"'"]),
+    ("x = 'a' [[b]]", 1, 9, ["unexpected symbol near '[[b]]'"]),
+    # after a whole expression an operand is not what is missing
+    ("local x = 1 2", 1, 13, ["unexpected symbol near '2'"]),
+    ("print(1))", 1, 9, ["unexpected symbol near ')'"]),
+    ("local t = {1 2}", 1, 14, ["',' or ';' or '}' expected near '2'"]),
+    ("a.b:c = 1", 1, 7, ["function arguments expected near '='"]),
+    ("x = function end", 1, 14, ["'(' expected near 'end'"]),
+    # the block an `else` would close was closed already: its opener is named
+    ("if x then else else end", 1, 16, ["'end' expected (to close 'if' at line 1) near 'else'"]),
 ]
 
 

@@ -7,6 +7,7 @@ accepted, what is refused and what a string literal's bytes are.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -354,6 +355,11 @@ def test_numerals_are_read_as_luajit_reads_them(text):
         assert read_numeral(value.raw).value == luajit_value(f"return {text}".encode())
 
 
+@pytest.mark.parametrize("text", ["0x1p1024", "0X" + "f" * 300, "0x.8p1025"])
+def test_a_hex_numeral_past_binary64_reads_as_infinity_as_in_luajit(text):
+    assert read_numeral(text).value == luajit_value(f"return {text}".encode()) == float("inf")
+
+
 @pytest.mark.parametrize("text, words", [("1..2", "spaces around '..'"), ("1.5LL", "LL or ULL"),
                                          ("18446744073709551616ULL", "LL or ULL"), ("0x", "hex")])
 def test_a_malformed_number_is_a_diagnostic(text, words):
@@ -363,6 +369,55 @@ def test_a_malformed_number_is_a_diagnostic(text, words):
     (diag,) = raised.value.diagnostics
     assert (diag.line, diag.col, diag.message) == (1, 11, f"malformed number near '{text}'")
     assert words in diag.hint
+
+
+# ---- syntax errors ------------------------------------------------------------------
+
+BROKEN = ['print("a" "b")', "print('a' [[b]])", 'x = "a" "b"', "local s = 'abc", "local s = [[abc", "--[[ abc",
+          'print("a\nb")', "local x = = 1", "if x then", "if x print(1) end", "for i = 1 do end", "x = 1 +",
+          "f(", "x = {1, 2", "local x = 1 2", "print(1))", "local x <const> = 1", "a.b:c = 1", "x = a:b",
+          "x = 0x", "x = [==[ abc ]=]", "local t = {a = }", "x = function end", "x = not",
+          "if x then else else end", "while true do\n", "repeat x = 1", "local a, = 1", "x = (1", "x = a[1",
+          "x = a.", "::a", "f(1 2)", "x = {1 2}", "function f()\n  return 1\n  print(2)\nend", "break break",
+          "local function f( end", "local function 1() end", "x = 1\ny = 2 +\n\n",
+          # `...` after an operand is `...` (not `..` `.`), as `==` after a name is `==`
+          'print("s" ...)', "local x ==", "while x ... do end",
+          # an `end` too many; `=` where a statement starts is no condition
+          "x = 1 end", "= 1", "do return == 1 end", "goto goto"]
+_LUAJIT_SYNTAX_ERROR = re.compile(r"src:(\d+): (.*) near (.*)")
+
+
+def _luajits_words(reason: str) -> list[str]:
+    """What LuaJIT says is expected, in nupp's words."""
+    names = {"'<name>'": "a name", "<name>": "a name", "'<eof>'": "end of file"}
+    return [names.get(w, w) for w in re.findall(r"'[^']*'|<name>|function arguments", reason)]
+
+
+@pytest.mark.parametrize("text", BROKEN)
+def test_a_syntax_error_gives_luajits_reason_at_luajits_line(text):
+    """Not necessarily LuaJIT's wording, never another reason: the same line, an
+    unfinished string only where LuaJIT finds one, what LuaJIT expects among what
+    nupp names, an unexpected symbol (or a missing operand) where LuaJIT sees one."""
+    line, reason, near = _LUAJIT_SYNTAX_ERROR.fullmatch(luajit_refusal(text.encode()).decode()).groups()
+    with pytest.raises(NuppError) as raised:
+        parse_text(text)
+    (diag,) = raised.value.diagnostics
+    # at the end of the file nupp points after the last text, LuaJIT at the last line
+    assert diag.line == (len(text.rstrip().splitlines()) if near == "'<eof>'" else int(line)), diag.render()
+    said, _, nupp_near = diag.message.partition(" near ")
+    if reason.startswith(("unfinished", "malformed")):
+        assert said == reason
+        return
+    assert "unfinished" not in said, diag.render()
+    if reason == "'=' expected" and said.endswith("this expression is not a statement"):
+        return  # LuaJIT's words when an expression statement is no call
+    if reason == "unexpected symbol":
+        assert said in ("unexpected symbol", "an expression expected"), diag.render()
+    else:
+        assert reason.endswith(" expected") and said.endswith("expected") or "expected (to close" in said
+        for word in _luajits_words(reason):
+            assert word in said, (reason, diag.render())
+    assert nupp_near == ("end of file" if near == "'<eof>'" else near), diag.render()
 
 
 # ---- large files ------------------------------------------------------------------
