@@ -10,6 +10,7 @@ brackets) for the whole compiler; it gives bytes, as a Lua string holds.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -78,7 +79,10 @@ def _plain(text: str) -> float:
         mantissa = text[2:]
         if "p" not in mantissa.lower():
             mantissa += "p0"
-        return float.fromhex("0x" + (mantissa if not mantissa.startswith(".") else "0" + mantissa))
+        try:
+            return float.fromhex("0x" + (mantissa if not mantissa.startswith(".") else "0" + mantissa))
+        except OverflowError:  # past the largest binary64: LuaJIT reads infinity, as float() does
+            return math.inf
     return float(text)
 
 
