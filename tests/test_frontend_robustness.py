@@ -546,3 +546,58 @@ def test_an_error_in_a_switch_arm_names_the_arms_line(tmp_path):
                                      '  case 2 -> t.x\n  else -> "other"\nend)\n')
     proc = nupp("run", "m.nupp", "--aot", "off", cwd=tmp_path)
     assert proc.stderr.startswith(b"m.nupp:5:3: error: attempt to index upvalue 't'"), proc.stderr
+
+
+SWITCH_FORMS = """\
+local struct P
+    x: int32
+end
+local function as_argument(v, t)
+    print(switch v do
+        case 1 -> "one"
+        case 2 -> t.x.y
+        case is string -> nil .. v
+        else -> "other"
+    end)
+end
+local function as_local(v, t)
+    local y = switch v do
+        case 1 -> "one"
+        case 2 -> t.x.y
+        else -> "other"
+    end
+    return y
+end
+local function as_statement(v, t)
+    switch v do
+        case 1 -> print("one")
+        case 2 do
+            local z = t.x.y
+        end
+        else -> print(t.q.r)
+    end
+end
+local function returned(P, v)
+    return switch v do
+        case 1 -> "one"
+        case is P -> "P"
+    end
+end
+print(select(2, pcall(as_argument, 2, {})))
+print(select(2, pcall(as_argument, "s", {})))
+print(select(2, pcall(as_local, 2, {})))
+print(select(2, pcall(as_statement, 2, {})))
+print(select(2, pcall(as_statement, 3, {})))
+print(select(2, pcall(returned, 5, 2)))
+print(select(2, pcall(returned, P, 2)))
+"""
+
+
+def test_every_form_of_switch_raises_at_the_line_that_raised(tmp_path):
+    """Each arm's test and value, and a switch that matches nothing, keep their
+    source lines in the translation (a switch expression is a call of the
+    translation's own, which must not pull them onto its `end` line)."""
+    (tmp_path / "m.nupp").write_text(SWITCH_FORMS)
+    proc = nupp("run", "m.nupp", "--aot", "off", cwd=tmp_path)
+    lines = [int(line.split(b":")[1]) for line in proc.stdout.splitlines()]
+    assert lines == [7, 8, 15, 24, 26, 32, 30], proc.stdout
