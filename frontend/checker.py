@@ -100,6 +100,8 @@ BINARY_ARITH = {"+": "add", "-": "sub", "*": "mul"}
 COMPARE_OPS = {"==": "eq", "~=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 BITWISE_OPS = {"&": "band", "|": "bor", "~": "bxor", "<<": "shl", ">>": "shr"}
 MAX_POWER = 16
+# The globals that @aot code gives a meaning of their own: a local of one of these names hides it.
+LIBRARY_NAMES = frozenset({"math", "nupp", "assert"})
 
 
 # ---- scopes ------------------------------------------------------------------------------
@@ -250,6 +252,12 @@ class Checker:
                        "assign another name: calls between @aot functions are fixed when they are "
                        "compiled, so native and ordinary execution would run different functions")
 
+    def local_name(self, name: str) -> str:
+        """A local the function declares or a module local, in words."""
+        if self.fs.lookup(name) is not None:
+            return f"a local of '{self.fs.fn_name}'"
+        return self.outer_name(name)
+
     def outer_name(self, name: str) -> str:
         """What a name that an @aot function does not declare denotes there, in words."""
         declaration = self.module_names.get(name)
@@ -271,12 +279,24 @@ class Checker:
                 self.aliases.pop(name.name, None)
 
     def dotted_path(self, expr) -> tuple[str, ...]:
+        """`a.b.c` as the names of its path, a module alias resolved; () for any other
+        expression, and for a path through a local of the function or a module local
+        that hides a global the checker gives meaning to (Lua would use the local)."""
         if isinstance(expr, ast.Name):
+            if self.declared_locally(expr.id):
+                return ()
             return self.aliases.get(expr.id, (expr.id,))
         if isinstance(expr, ast.Field):
             base = self.dotted_path(expr.obj)
             return base + (expr.name,) if base else ()
         return ()
+
+    def declared_locally(self, name: str) -> bool:
+        """Whether `name` is a local of the function being checked, or a module local
+        (not an alias) named like a library: math, nupp, assert."""
+        if self.fs is not None and self.fs.lookup(name) is not None:
+            return True
+        return name in LIBRARY_NAMES and name in self.module_names and name not in self.aliases
 
     # ---- functions
     def aot_function(self, stat) -> None:
@@ -1019,6 +1039,10 @@ class Checker:
         call = self.call_by_name(e, path[0]) if len(path) == 1 else None
         if call is not None:
             return call
+        root = _root_name(e.func)
+        if root is not None and self.declared_locally(root):
+            return self.refuse(e.func, f"'{root}' is {self.local_name(root)}, not a function or library",
+                               "rename the local: in Lua the call would go through it")
         name = ".".join(path) if path else "this function"
         if len(path) == 1 and path[0] in self.module_names:
             name = self.outer_name(path[0])
@@ -1029,8 +1053,6 @@ class Checker:
     def call_by_name(self, e: ast.Call, name: str):
         """`f(...)`: a call of an @aot function defined earlier, which `f` must still
         name here; None where `f` never named one."""
-        if self.fs.lookup(name) is not None:
-            return self.refuse(e.func, f"'{name}' is a local of '{self.fs.fn_name}', not a function")
         if name == self.fs.fn_name:
             return self.refuse(e, f"'{name}' calls itself: recursion is outside the AOT subset")
         if name in self.signatures:
@@ -1225,6 +1247,13 @@ def _identifiers(node) -> frozenset:
 
     visit(node)
     return frozenset(found)
+
+
+def _root_name(expr) -> Optional[str]:
+    """The name `a.b.c` starts with; None where it is not such a path."""
+    while isinstance(expr, ast.Field):
+        expr = expr.obj
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _aot_attribute(stat) -> bool:

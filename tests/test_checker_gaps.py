@@ -265,6 +265,30 @@ local function g(x: number): number
 end
 print(g(4))
 """, 7, 12, ["the call to the module's local function 'sqrt' (declared at 2:1) is outside the AOT subset"]),
+    ("a module local named math", """local math = {sqrt = function(x) return -1 end}
+@aot
+local function f(x: number): number
+    return math.sqrt(x)
+end
+print(f(4))
+""", 4, 12, ["'math' is the module's local 'math' (declared at 1:1), not a function or library"]),
+    ("a local named math", """@aot
+local function f(x: number): number
+    local math = 2
+    return math.sqrt(x)
+end
+""", 4, 12, ["'math' is a local of 'f', not a function or library", "rename the local"]),
+    ("a parameter named like a module alias", """local f32 = nupp.math.f32
+@aot
+local function f(x: number, f32: number): float
+    return f32.narrow(x)
+end
+""", 4, 12, ["'f32' is a local of 'f', not a function or library"]),
+    ("a parameter named assert", """@aot
+local function f(x: int32, assert: int32): nil
+    assert(x > 0, "positive")
+end
+""", 3, 5, ["'assert' is a local of 'f', not a function or library"]),
 ]
 
 
