@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, is_dataclass, replace
+from functools import lru_cache
 
 from nupp.frontend import ast
 from nupp.frontend.aot_to_lua import BIT, OPS_TABLE, AotToLua
 from nupp.frontend.checker import check_module
-from nupp.frontend.diagnostics import Source
+from nupp.frontend.diagnostics import Source, error_at, source_bytes
 from nupp.frontend.parser import forget_trees, parse
 from nupp.frontend.printer import LuaWriter, lua_string
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
@@ -63,6 +64,41 @@ def translate(source: Source, native: NativeModule | None = None) -> str:
 
 def translate_text(text: str, path: str = "<string>") -> str:
     return translate(Source(path, text))
+
+
+# ---- what only LuaJIT's loader finds -------------------------------------------
+
+def check_loads(source: Source) -> None:
+    """NuppError where LuaJIT refuses to load the module's translation, at the
+    source line it names (the translation keeps every line): what only its
+    loader finds, such as a goto with no visible label or into a local's
+    scope, a function past 200 locals or 60 upvalues, or nesting that the
+    translation's calls add to the source's.  `nupp check` so reports what
+    `nupp run` would refuse before running anything."""
+    refusal = _luajit_load()(source_bytes(translate(source)))
+    if refusal is None:
+        return
+    line, message = _LOAD_ERROR.fullmatch(refusal.decode("utf-8", "surrogateescape")).groups()
+    line_text = source.line_text(int(line))
+    near = re.search(r" near '(.*)'$", message)
+    col = line_text.find(near[1]) + 1 if near and near[1] in line_text else \
+        len(line_text) - len(line_text.lstrip()) + 1
+    hint = _NESTS_TOO_DEEP if "syntax levels" in message or "too complex" in message else None
+    raise error_at(source, int(line), col, message, hint)
+
+
+_LOAD_ERROR = re.compile(r"nupp:(\d+): (.*)", re.DOTALL)
+_NESTS_TOO_DEEP = ("LuaJIT limits how deeply expressions and blocks nest (and in the Lua it runs, & | ~ << >> // "
+                   "and a switch are calls, which nest deeper than operators): compute the inner part into a "
+                   "local variable, or move it into a function of its own")
+
+
+@lru_cache(maxsize=1)
+def _luajit_load():
+    """`loadstring` of a LuaJIT state of its own: the error of loading a chunk, or None."""
+    from lupa import luajit21
+    return luajit21.LuaRuntime(encoding=None).eval(
+        "function(text) local _, err = loadstring(text, '=nupp'); return err end")
 
 
 # ---- small AST builders (spans say where the node is printed) ---------------

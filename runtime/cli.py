@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nupp
 from nupp.frontend.diagnostics import Diagnostic, InternalError, NuppError, Source
-from nupp.frontend.to_lua import translate
+from nupp.frontend.to_lua import check_loads, translate
 from nupp.pipeline import STAGES, compile_module, with_deep_stack
 from nupp.emit_c.lane import GANGS
 from nupp.emit_c.tiers import TIER_NAMES, TierError
@@ -265,7 +265,9 @@ def _words_before_script(args) -> list[str]:
 
 
 def cmd_check(args) -> int:
-    compile_module(_read_source(args.file))
+    source = _read_source(args.file)
+    compile_module(source)
+    check_loads(source)  # what LuaJIT refuses only when it loads the translation
     return EXIT_OK
 
 

@@ -529,6 +529,43 @@ def test_a_misplaced_goto_is_luajits_error_at_its_line(tmp_path):
     assert proc.stderr.startswith(b"m.lua:2:3: error: <goto a> jumps into the scope of local 'y'")
 
 
+# Programs LuaJIT refuses only when it loads them (the parse is fine): `nupp
+# check` reports each as `nupp run` does, in LuaJIT's words at LuaJIT's line.
+REFUSED_AT_LOAD = {
+    "goto without label": "local x = 1\ngoto nowhere\n",
+    "goto into a local's scope": "do\n  goto a\n  local y = 1\n  ::a::\n  print(y)\nend\n",
+    "201 locals": "local function f()\n" + "".join(f"  local v{i} = {i}\n" for i in range(201)) + "end\n",
+    "61 upvalues": "".join(f"local u{i} = {i}\n" for i in range(61)) + "local function f()\n  return "
+                   + " + ".join(f"u{i}" for i in range(61)) + "\nend\n",
+}
+
+
+@pytest.mark.parametrize("name", REFUSED_AT_LOAD)
+def test_check_reports_what_luajit_refuses_at_load(tmp_path, name):
+    text = REFUSED_AT_LOAD[name]
+    line, message = re.fullmatch(rb"src:(\d+): (.*)", luajit_refusal(text.encode()), re.DOTALL).groups()
+    (tmp_path / "m.nupp").write_text(text)
+    check, run = nupp("check", "m.nupp", cwd=tmp_path), nupp("run", "m.nupp", cwd=tmp_path)
+    assert check.returncode == run.returncode == 1
+    assert re.match(rb"m.nupp:" + line + rb":\d+: error: " + re.escape(message) + b"\n", check.stderr), check.stderr
+    assert check.stderr.split(b"\n")[0] == run.stderr.split(b"\n")[0]
+
+
+@pytest.mark.parametrize("op", ["&", "//"])
+def test_check_reports_nesting_the_translation_adds(tmp_path, op):
+    """The source nests no deeper than LuaJIT takes (as `+` it loads), but its
+    translation, where `&` and `//` are calls, nests deeper: check says so."""
+    depth = 90
+    nested = lambda o: "local a = 1\nlocal x = " + f"a {o} (" * depth + "a" + ")" * depth + "\nprint(x)\n"
+    assert luajit_refusal(nested("+").encode()) is None
+    (tmp_path / "m.nupp").write_text(nested(op))
+    check = nupp("check", "m.nupp", cwd=tmp_path)
+    assert check.returncode == 1 and check.stderr.startswith(b"m.nupp:2:"), check.stderr[:300]
+    assert b"LuaJIT limits how deeply" in check.stderr
+    assert nupp("check", "m.nupp", cwd=tmp_path).stderr.split(b"\n")[0].split(b": error: ")[1] in \
+        nupp("run", "m.nupp", cwd=tmp_path).stderr
+
+
 def test_goto_in_an_aot_function_is_a_subset_diagnostic(tmp_path):
     (tmp_path / "m.nupp").write_text(
         "@aot\nlocal function f(n: int32): int32\n  local s: int32 = 0\n  for i = 1, n do\n"
