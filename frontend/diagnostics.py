@@ -13,8 +13,25 @@ of nupp itself raises `InternalError`, which says it is a bug and where.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# One line break as LuaJIT's lexer counts it: \n, \r, \r\n or \n\r.  Every
+# line number and column nupp computes counts lines this way (Python's
+# splitlines would also break at \v, \f and others, and \n\r twice).
+LINE_BREAK = re.compile(r"\r\n|\n\r|\r|\n")
+
+
+def line_breaks(text: str) -> tuple[int, int]:
+    """How many line breaks `text` holds, and the offset just past the last (0: none)."""
+    if "\r" not in text:  # the common case, at C speed
+        count = text.count("\n")
+        return count, text.rindex("\n") + 1 if count else 0
+    count = after = 0
+    for m in LINE_BREAK.finditer(text):
+        count, after = count + 1, m.end()
+    return count, after
 
 
 @dataclass(frozen=True)
@@ -34,7 +51,7 @@ class Source:
         return cls(str(path), Path(path).read_bytes().decode("utf-8", errors="surrogateescape"))
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
+        lines = LINE_BREAK.split(self.text)
         return lines[line - 1] if 1 <= line <= len(lines) else ""
 
 

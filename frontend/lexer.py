@@ -23,6 +23,8 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 from lark.lexer import Lexer
 
+from nupp.frontend.diagnostics import line_breaks
+
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # tried before any operator, in this order: what the operators must not cut short
 _LEADING = ("WS", "LONG_COMMENT", "LINE_COMMENT", "LONG_STRING", "STRING", "NUMBER", "NAME")
@@ -70,9 +72,9 @@ class NuppLexer(Lexer):
                 if value != "goto" or self._name_follows(text, stop, end):
                     kind = self.contextual[value]
             start_line, start_col = line, pos - line_start + 1
-            if kind in self.multiline and "\n" in value:
-                line += value.count("\n")
-                line_start = pos + value.rindex("\n") + 1
+            if kind in self.multiline and ("\n" in value or "\r" in value):
+                breaks, after = line_breaks(value)
+                line, line_start = line + breaks, pos + after
             if kind not in self.ignore:
                 token = Token(kind, value, pos, start_line, start_col, line, stop - line_start + 1, stop)
                 lexer_state.last_token = token

@@ -14,6 +14,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from nupp.frontend.diagnostics import LINE_BREAK
+
 
 @dataclass(frozen=True)
 class Numeral:
@@ -110,7 +112,6 @@ ESCAPES_HINT = ("Lua's escapes are \\a \\b \\f \\n \\r \\t \\v \\\\ \\\" \\', \\
                 "and a backslash before a line break; write \\\\ for a backslash")
 _SIMPLE_ESCAPES = {"a": b"\a", "b": b"\b", "f": b"\f", "n": b"\n", "r": b"\r", "t": b"\t", "v": b"\v",
                    "\\": b"\\", '"': b'"', "'": b"'"}
-_LINE_BREAK = re.compile(r"\r\n|\n\r|\r|\n")  # one line break, as LuaJIT counts them
 _SPACE = re.compile(r"[ \t\n\v\f\r]*")        # what \z skips (ASCII whitespace only)
 _HEX_DIGIT = re.compile(r"[0-9a-fA-F]")
 _DECIMAL_ESCAPE = re.compile(r"[0-9]{1,3}")
@@ -136,10 +137,10 @@ def _encode(text: str) -> bytes:
 
 def _long_string(body: str) -> bytes:
     # the line break right after the opening bracket is skipped; the others are each "\n"
-    first = _LINE_BREAK.match(body)
+    first = LINE_BREAK.match(body)
     if first is not None:
         body = body[first.end():]
-    return _encode(_LINE_BREAK.sub("\n", body))
+    return _encode(LINE_BREAK.sub("\n", body))
 
 
 def _short_string(raw: str) -> bytes:
@@ -163,7 +164,7 @@ def _escape(raw: str, at: int, out: bytearray) -> int:
         return at + 2
     if kind in "\r\n":
         out += b"\n"
-        return _LINE_BREAK.match(raw, at + 1).end()
+        return LINE_BREAK.match(raw, at + 1).end()
     if kind == "z":
         return _SPACE.match(raw, at + 2).end()
     if kind == "x":

@@ -9,6 +9,7 @@ than LuaJIT's parser, or nupp, allows is refused here (`frontend.nesting`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -17,7 +18,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import NuppError, Source, error_at
+from nupp.frontend.diagnostics import NuppError, Source, error_at, line_breaks
 from nupp.frontend.lexer import NuppLexer
 from nupp.frontend.literals import StringLiteralError, decode_string, is_numeral
 from nupp.frontend.syntax_errors import describe_syntax_error
@@ -80,9 +81,12 @@ def lua_text(text: str) -> str:
     blank, so that lines keep their numbers)."""
     text = text.removeprefix("\ufeff")
     if text.startswith("#"):
-        end = text.find("\n")
-        return "" if end < 0 else text[end:]
+        end = _LINE_END.search(text)
+        return "" if end is None else text[end.start():]
     return text
+
+
+_LINE_END = re.compile(r"[\r\n]")
 
 
 class _Refusal(Exception):
@@ -471,11 +475,10 @@ def _check_call_line(callee_end, args: _Args) -> None:
 
 def _position_in(tok: Token, offset: int) -> tuple[int, int]:
     """The line and column of character `offset` of a token's text."""
-    before = str(tok)[:offset]
-    newlines = before.count("\n")
-    if not newlines:
+    breaks, after = line_breaks(str(tok)[:offset])
+    if not breaks:
         return tok.line, tok.column + offset
-    return tok.line + newlines, offset - before.rfind("\n")
+    return tok.line + breaks, offset - after + 1
 
 
 # ---- operator precedence ------------------------------------------------------

@@ -15,6 +15,7 @@ the writer adds only those that precedence requires.
 from __future__ import annotations
 
 from nupp.frontend import ast
+from nupp.frontend.diagnostics import line_breaks
 from nupp.frontend.ast import BINARY_PRECEDENCE, RIGHT_ASSOCIATIVE, UNARY_PRECEDENCE
 
 ATOM = 15  # literals, names, calls, parenthesized expressions
@@ -82,7 +83,7 @@ class Writer:
 
     def write(self, s: str) -> None:
         self.out.append(s)
-        self.line += s.count("\n")
+        self.line += line_breaks(s)[0]
 
     def reach(self, node) -> None:
         """Called before each node; the pretty printer ignores positions."""

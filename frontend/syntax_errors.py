@@ -14,7 +14,7 @@ import re
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from nupp.frontend.diagnostics import NuppError, Source, error_at
+from nupp.frontend.diagnostics import LINE_BREAK, NuppError, Source, error_at
 
 # Terminals that can begin an expression.
 EXPRESSION_STARTS = {"NAME", "NUMBER", "STRING", "LONG_STRING", "LPAR", "LBRACE", "FUNCTION",
@@ -148,7 +148,7 @@ def _previous_token(err) -> Token | None:
 
 
 def _eof_position(text: str) -> tuple[int, int]:
-    lines = text.split("\n")
+    lines = LINE_BREAK.split(text)
     while len(lines) > 1 and not lines[-1].strip():
         lines.pop()
     return len(lines), len(lines[-1]) + 1

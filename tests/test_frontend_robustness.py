@@ -495,6 +495,57 @@ def test_run_time_errors_name_the_line_luajit_names(tmp_path, text):
     assert nupp("run", "t.lua", "--aot", "off", cwd=tmp_path).stderr.startswith(b"t.lua:" + line + b":")
 
 
+# ---- line breaks: \n, \r, \r\n and \n\r are one each, as LuaJIT counts them --------
+
+BREAKS = ["\n", "\r", "\r\n", "\n\r"]
+# each line prints its number as LuaJIT counts it; a comment ends at any break,
+# and a long string or an escaped break holds line breaks of its own
+LINES_PROGRAM = [
+    "local a = 1 -- a comment to the line break",
+    "print(debug.getinfo(1, 'l').currentline)",
+    "local s = [[x",
+    "y]] print(#s, debug.getinfo(1, 'l').currentline)",
+    "local e = 'a\\",
+    "b' print(#e, debug.getinfo(1, 'l').currentline)",
+    "",
+    "print(debug.getinfo(1, 'l').currentline)",
+]
+
+
+@pytest.mark.parametrize("first, second", [(a, b) for a in BREAKS for b in BREAKS],
+                         ids=[f"{a!r}+{b!r}" for a in BREAKS for b in BREAKS])
+def test_lines_are_counted_as_luajit_counts_them(tmp_path, first, second):
+    """Odd lines end in one break, even ones in the other."""
+    text = "".join(line + (first if k % 2 == 0 else second) for k, line in enumerate(LINES_PROGRAM))
+    (tmp_path / "m.nupp").write_bytes(text.encode())
+    expected = _LUAJIT.eval("function(s) local out = {} local print = function(...) "
+                            "out[#out + 1] = table.concat({...}, ' ') end "
+                            "setfenv(assert(loadstring(s)), setmetatable({print = print}, {__index = _G}))() "
+                            "return table.concat(out, ' ') end")(text.encode())
+    proc = nupp("run", "m.nupp", cwd=tmp_path)
+    assert proc.stdout.split() == expected.split(), proc.stderr
+
+
+@pytest.mark.parametrize("br", BREAKS)
+def test_diagnostics_name_lines_as_luajit_counts_them(tmp_path, br):
+    text = br.join(["local a = 1 -- a comment", "local s = [[x", "y]]", "local x = = 2", ""])
+    line = luajit_refusal(text.encode()).split(b":")[1]
+    (tmp_path / "m.nupp").write_bytes(text.encode())
+    proc = nupp("check", "m.nupp", cwd=tmp_path)
+    assert proc.stderr.startswith(b"m.nupp:" + line + b":11: error: "), proc.stderr
+    assert b" | local x = = 2\n" in proc.stderr  # the line shown is that line
+    (tmp_path / "r.nupp").write_bytes(br.join(["local t", "", "print(t.x)", ""]).encode())
+    proc = nupp("run", "r.nupp", cwd=tmp_path)
+    assert proc.stderr.startswith(b"r.nupp:3:1: error: attempt to index local 't'"), proc.stderr
+    assert b" | print(t.x)\n" in proc.stderr
+
+
+@pytest.mark.parametrize("br", ["\n", "\r"])
+def test_a_first_line_starting_with_hash_ends_at_any_break(tmp_path, br):
+    (tmp_path / "m.nupp").write_bytes(f"#!/usr/bin/env nupp{br}print(debug.getinfo(1, 'l').currentline){br}".encode())
+    assert nupp("run", "m.nupp", cwd=tmp_path).stdout == b"2\n"
+
+
 # ---- goto and labels ------------------------------------------------------------------
 
 GOTO_PROGRAM = """\
