@@ -397,6 +397,12 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         self.block(s.orelse)
         self.line("}")
 
+    def one_line_each(self, stmts) -> bool:
+        """In a gang body a store, and a varying value, take vector temporaries
+        and lane loops: only an assignment of a uniform local is one line."""
+        return super().one_line_each(stmts) and (self.varying_names is None or all(
+            isinstance(s, ir.Assign) and not self.varying_local(s.name) for s in stmts))
+
     def chain_varies(self, rest) -> bool:
         while len(rest) == 1 and isinstance(rest[0], ir.If):
             if rest[0].masked:

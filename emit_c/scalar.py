@@ -170,11 +170,6 @@ def writes_lines(e) -> bool:
     return raises(e) or _reaches(e, HOLD_HEIGHT)
 
 
-def _simple(stmts) -> bool:
-    """Statements that declare nothing in C (a switch arm without braces)."""
-    return all(isinstance(s, (ir.Assign, ir.Store)) and not writes_lines(s.value) for s in stmts)
-
-
 def _call_order(module: ir.Module) -> list[ir.Function]:
     """The functions with every callee before its callers (the IR has no recursion),
     otherwise in module order."""
@@ -508,7 +503,7 @@ class _FunctionEmitter:
                 self.line(f"case {c_const(label, width)}:")
             if not labels:
                 self.line("default:")
-            if _simple(body):
+            if self.one_line_each(body):
                 self.block(tuple(body) + (ir.Break(),))
             else:
                 self.depth += 1
@@ -517,6 +512,11 @@ class _FunctionEmitter:
                 self.line("}")
                 self.depth -= 1
         self.line("}")
+
+    def one_line_each(self, stmts) -> bool:
+        """Whether statements are written one line each, declaring nothing: a
+        switch arm without braces (C11 takes no declaration after a label)."""
+        return all(isinstance(s, (ir.Assign, ir.Store)) and not writes_lines(s.value) for s in stmts)
 
     def stmt_For(self, s: ir.For) -> None:
         """Lua's numeric for never overflows its counter, so the C counter is
