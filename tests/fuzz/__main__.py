@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .generator import KNOWN_BUG_SHAPES
-from .regressions import FOLDER
+from .regressions import FOLDER, known_bugs
 from .runner import Fuzzer, Options
 
 
@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minimize-seconds", type=float, default=600.0, help="budget per failure (default 600)")
     parser.add_argument("--save-dir", type=Path, default=FOLDER, help=f"where failures go (default {FOLDER})")
     parser.add_argument("--no-save", action="store_true", help="report failures without minimizing them")
+    parser.add_argument("--fail-on-known", action="store_true",
+                        help="count failures of the known bugs saved in tests/fuzz_regressions as failures too")
     args = parser.parse_args(argv)
     avoid = frozenset(a for a in args.avoid.split(",") if a)
     unknown = avoid - set(KNOWN_BUG_SHAPES)
@@ -42,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                       executions=[e for e in args.executions.split(",") if e], avoid=avoid,
                       call_timeout=args.call_timeout, minimize_seconds=args.minimize_seconds,
                       save_dir=None if args.no_save else args.save_dir,
+                      known={} if args.fail_on_known else known_bugs(),
                       log=lambda line: print(line, flush=True))
     report = Fuzzer(options).run()
     print(report.text())

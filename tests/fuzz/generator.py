@@ -38,7 +38,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .program import (STRUCTS, TYPE_NAMES, Call, Do, Expr, For, Function, If, Line, Param, Program, Repeat,
+from .program import (LAYOUTS, STRUCTS, TYPE_NAMES, Call, Do, Expr, For, Function, If, Line, Param, Program, Repeat,
                       SpanArg, SwitchLocal, While, statements)
 
 KNOWN_BUG_SHAPES = {
@@ -164,7 +164,7 @@ class Writer:
             if loads:
                 options += [lambda: self.pick(loads)] * 3
             if width == "i32":
-                options.append(lambda: Expr("i32", self.loop.counter, varying=True))
+                options.append(self.counter)
         if width == "i32" and self.spans:
             options.append(lambda: Expr("i32", f"#{self.pick(list(self.spans))}"))
         if width in SUFFIXED and (self.chance(0.3) or not options):
@@ -204,6 +204,10 @@ class Writer:
                     base = self.pick(refs) if refs and self.chance(0.5) else f"{span}[{self.loop.counter}]"
                     out.append(Expr(width, f"{base}.{fname}", varying=True))
         return out
+
+    def counter(self) -> Expr:
+        """The span loop's counter, as a value."""
+        return Expr("i32", self.loop.counter, varying=True)
 
     # ---- spellings
     def f32(self, name: str) -> str:
@@ -482,7 +486,7 @@ class Writer:
             return value
         if value.literal and value.width in ("i64", "u64", "f64"):
             value = self.established(value.width)
-        i = Expr("i32", self.loop.counter, varying=True)
+        i = self.counter()
         form = {"bool": "({0} == ({1} ~= 0))", "f32": "f32.add({0}, f32.narrow({1}))",
                 "u32": "({0} + nmath.u32.fromI32({1} - {1}))", "u64": "({0} + nmath.u32.fromI32({1} - {1}))",
                 }.get(value.width, "({0} + ({1} - {1}))")
@@ -678,7 +682,7 @@ class Writer:
         if self.chance(0.5):
             q = self.fresh("q")
             out.append(Line("local", f"local {q}: int32 = {{0}}", [Expr(
-                "i32", "({0} // {1})", [self.literal("i32"), self.pick(self.loads("i32"))], fails=True)]))
+                "i32", "({0} // {1})", [self.literal("i32"), self.pick(self.loads("i32") or [self.counter()])], fails=True)]))
             self.declare(q, "i32", True)
         else:
             out += self.break_statement()
@@ -703,7 +707,7 @@ class Writer:
         """A masked while (`w < (k & 3) and false`, or a varying condition), an empty inner for, and
         a store under register pressure."""
         w = self.fresh("w")
-        start = self.pick(self.loads("i32") or [Expr("i32", self.loop.counter, varying=True)])
+        start = self.pick(self.loads("i32") or [self.counter()])
         k = self.pick([v.name for v in self.visible("i32") if not v.varying] or ["7"])
         test = Expr("bool", "false") if self.chance(0.5) else self.condition(1)
         self.declare(w, "i32", True)
@@ -730,8 +734,7 @@ class Writer:
         value = terms[0]
         for t in terms[1:]:
             value = Expr("i32", f"({{0}} {self.pick(('+', '*', '~', '-', '&', '|'))} {{1}})", [value, t])
-        fields = [f for f, t in STRUCTS[self.loop.spans[self.loop.writable]] if t in ("int32", "uint32", "int64",
-                                                                                          "uint64", "number", "int8")]
+        fields = [f for f, t in STRUCTS[self.loop.spans[self.loop.writable]] if t != "float"]  # takes an int32
         return self.store(fname=self.pick(fields), value=value)
 
     # ---- functions -----------------------------------------------------------------------------
@@ -790,8 +793,8 @@ class Writer:
         cond = self.expr("bool", self.rng.randint(0, 2))
         return Line("assert", f'assert({{0}}, "{self.pick(MESSAGES)}")', [cond])
 
-    def kernel(self, name: str, narrow: bool) -> tuple[Function, list[SpanArg], list[str], str]:
-        in_struct, out_struct = ("Q", "R") if narrow else ("In", "Out")
+    def kernel(self, name: str) -> tuple[Function, list[SpanArg], list[str], str]:
+        in_struct, out_struct = self.pick(LAYOUTS)
         aux = self.chance(0.25)
         span_params = [("out", SpanArg(out_struct, True)), ("inp", SpanArg(in_struct, False))]
         if aux:
@@ -879,7 +882,7 @@ class Writer:
         return self.program([self.helper(name, results=NUMERIC + ("bool",))])
 
     def kernel_entry(self, name: str) -> Program:
-        function, spans, scalars, result = self.kernel(name, narrow=self.chance(0.3))
+        function, spans, scalars, result = self.kernel(name)
         program = self.program([])
         program.functions.append(function)
         program.spans, program.scalars, program.result = spans, scalars, result

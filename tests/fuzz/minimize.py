@@ -5,8 +5,9 @@ the time budget:
 
   1. the input: the one failing call, its spans as short as still fails;
   2. whole helper functions dropped;
-  3. statements dropped, compound statements replaced by one of their blocks,
-     elseif and else clauses dropped (outer ones first: big cuts first);
+  3. runs of statements dropped (halves, quarters, ... single ones), compound
+     statements replaced by one of their blocks, elseif and else clauses
+     dropped (outer blocks first: big cuts first);
   4. expressions replaced by an operand of the same width or a plain leaf.
 
 An edit is kept when the front end still accepts the program (so every
@@ -120,8 +121,13 @@ def _edits(program: Program) -> list[Callable[[], None]]:
     edits = [lambda k=k: program.functions.pop(k) for k in range(len(program.functions) - 1)]
     blocks = [f.body for f in program.functions]
     blocks += [b for f in program.functions for s in statements(f.body) for b in s.blocks()]
-    for block in blocks:
-        edits += [lambda block=block, k=k: block.pop(k) for k in range(len(block)) if block[k].kind != "step"]
+    for block in blocks:  # runs of statements, halves first (a while's step stays: it keeps the loop finite)
+        size = len(block) // 2
+        while size >= 1:
+            edits += [lambda block=block, k=k, size=size: block.__delitem__(slice(k, k + size))
+                      for k in range(0, len(block) - size + 1, size)
+                      if all(s.kind != "step" for s in block[k:k + size])]
+            size //= 2
     for block in blocks:
         for k, s in enumerate(block):
             edits += [lambda block=block, k=k, inner=inner: block.__setitem__(slice(k, k + 1), inner)

@@ -305,6 +305,12 @@ STRUCTS = {
 }
 STRUCTS["Out"] = STRUCTS["In"]
 STRUCTS["R"] = (("r1", "int32"), ("r2", "uint32"), ("r3", "float"), ("r4", "int32"))
+# mixed sizes with padding between them, and 8-byte fields only (lane C's loads differ for each)
+STRUCTS["P"] = (("b1", "int8"), ("x", "number"), ("h", "uint16"), ("f", "float"), ("q", "int64"), ("c", "uint8"))
+STRUCTS["W"] = (("w", "int16"), ("d", "double"), ("g", "float"), ("z", "uint64"))
+STRUCTS["E"] = (("l", "int64"), ("m", "uint64"), ("n", "number"), ("o", "double"))
+# (input, output) struct pairs a kernel's spans take
+LAYOUTS = (("In", "Out"), ("In", "Out"), ("Q", "R"), ("P", "W"), ("E", "E"))
 
 HEADER = ["local span = nupp.mem.span", "local f32 = nupp.math.f32", "local nmath = nupp.math",
           "local mth = math", ""]

@@ -50,6 +50,18 @@ def saved(folder: Path = FOLDER) -> list[Path]:
     return sorted(folder.glob("*.json"))
 
 
+def known_bugs(folder: Path = FOLDER) -> dict[str, str]:
+    """Signature -> "known bug (its saved case)" of the saved cases that name a known bug and whose
+    signature names its message (a bare wrong answer is too broad to call known)."""
+    out = {}
+    for path in saved(folder):
+        spec = json.loads(path.read_text())
+        signature = spec["found"]["signature"]
+        if spec.get("known_bug") and not signature.endswith("| "):
+            out[signature] = f"{spec['known_bug']} ({path.with_suffix('.nupp').name})"
+    return out
+
+
 def load_entry(spec: dict):
     from .worker import Entry
     calls = tuple(CallSpec(**c) for c in spec["calls"]) or tuple(call_plan(bool(spec["spans"])))

@@ -54,6 +54,7 @@ class Options:
     call_timeout: float = 20.0
     minimize_seconds: float = 600.0
     save_dir: Optional[Path] = None
+    known: dict = field(default_factory=dict)    # signature -> known bug: reported, not failing
     log: Callable[[str], None] = print
 
 
@@ -226,6 +227,7 @@ class Report:
     coverage: Counter = field(default_factory=Counter)
     failures: dict = field(default_factory=dict)       # signature -> [Failure]
     saved: list = field(default_factory=list)          # paths of saved regressions
+    known: Counter = field(default_factory=Counter)    # known bug -> times seen
     refusals_agreed: int = 0
 
     @property
@@ -236,8 +238,9 @@ class Report:
         lines = [table(self.coverage, self.programs), "",
                  f"{self.programs} programs in {self.seconds:.0f} s: {self.per_minute:.1f} programs per minute",
                  f"{self.refusals_agreed} programs defining a name twice, refused alike in every execution"]
+        lines += [f"known bug, seen {n} times: {bug}" for bug, n in self.known.items()]
         if not self.failures:
-            lines.append("no disagreements")
+            lines.append("no disagreements" + " but the known bugs" * bool(self.known))
         for signature, failures in self.failures.items():
             lines.append(f"FAILURE x{len(failures)}: {signature}\n    first: {failures[0].describe()[:600]}")
         lines += [f"saved: {p}" for p in self.saved]
@@ -296,10 +299,13 @@ class Fuzzer:
         from .regressions import save
 
         for f in failures:
-            known = f.signature in self.report.failures
+            self.options.log(f"  {f.program.ident}: {' '.join(f.describe().split())[:300]}")
+            if f.signature in self.options.known:
+                self.report.known[self.options.known[f.signature]] += 1
+                continue
+            seen = f.signature in self.report.failures
             self.report.failures.setdefault(f.signature, []).append(f)
-            self.options.log(f"  {f.program.ident}: {f.describe()[:300]}")
-            if known or self.options.save_dir is None:
+            if seen or self.options.save_dir is None:
                 continue
             small = minimize(f, self.runner, self.options.minimize_seconds, self.options.log)
             self.report.saved.append(save(small, self.options.save_dir))

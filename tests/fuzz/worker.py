@@ -52,12 +52,33 @@ class JobResult:
 
 # ---- the child -----------------------------------------------------------------------------------
 
+# Fills 64 KiB of stack below the caller with 0xFF: called right before each call, so native code
+# that reads a stack slot it never wrote (a spilled lane mask reloaded wider) reads garbage every
+# time, as it would in a long-running program, instead of the zeros of a fresh stack.
+DIRTY_STACK_C = """
+void nupp_fuzz_dirty_stack(void);
+void nupp_fuzz_dirty_stack(void)
+{
+    volatile unsigned char junk[1 << 16];
+    for (unsigned i = 0; i < sizeof junk; i++)
+        junk[i] = 0xFF;
+}
+"""
+
+
+def _stack_dirtier():
+    import ctypes
+    from nupp.runtime.native import build_library, find_toolchain
+    return ctypes.CDLL(str(build_library(DIRTY_STACK_C, find_toolchain("gcc"), "dirty_stack.c"))).nupp_fuzz_dirty_stack
+
+
 def serve(connection, environment: dict) -> None:
     """The worker's loop: load each job's module in its execution, make its calls, report each."""
     os.environ.update(environment)
     from nupp.frontend.diagnostics import NuppError
     from nupp.runtime.api import NuppRuntimeError, load
 
+    dirty_stack = _stack_dirtier()
     while True:
         job = connection.recv()
         if job is None:
@@ -73,7 +94,8 @@ def serve(connection, environment: dict) -> None:
         connection.send(("load", ("ok", module.execution)))
         for e, c in _calls_from(job):
             entry = job.entries[e]
-            connection.send(("outcome", ((e, c), _call(module, entry, entry.calls[c], NuppRuntimeError))))
+            connection.send(("outcome", ((e, c), _call(module, entry, entry.calls[c], NuppRuntimeError,
+                                                       dirty_stack))))
         connection.send(("done", None))
 
 
@@ -84,7 +106,7 @@ def _calls_from(job: Job):
             yield e, c
 
 
-def _call(module, entry: Entry, call: CallSpec, runtime_error) -> Outcome:
+def _call(module, entry: Entry, call: CallSpec, runtime_error, dirty_stack) -> Outcome:
     try:
         args = arguments(module, list(entry.spans), list(entry.scalars), call)
         function = getattr(module, entry.function)
@@ -92,6 +114,7 @@ def _call(module, entry: Entry, call: CallSpec, runtime_error) -> Outcome:
         return Outcome(exception=f"{type(err).__name__}: {err}")
     spans = [a for a in args[:len(entry.spans)]]
     try:
+        dirty_stack()
         result = function(*args)
     except runtime_error as err:
         return Outcome(error=str(err), spans=[canonical_span(s) for s in spans])
