@@ -165,10 +165,13 @@ class TreeBuilder(Transformer):
         return ast.Return(values, _between(keyword, values[-1] if values else keyword))
 
     def assign(self, children):
-        *targets, values = children
-        for target in targets:
+        # children: target, ',', target, ..., '=', values
+        *targets_and_tokens, values = children
+        targets = targets_and_tokens[0::2]
+        for target, after in zip(targets, targets_and_tokens[1::2]):
             if not isinstance(target, (ast.Name, ast.Index, ast.Field)):
-                raise _Refusal(target.span, "cannot assign to this expression",
+                # where LuaJIT refuses it: the token after, once the target is read
+                raise _Refusal(_tok_span(after), f"cannot assign to the expression before '{after}'",
                                "only a name, `t[k]` or `t.name` can be assigned to")
         return ast.Assign(tuple(targets), tuple(values), _between(targets[0], values[-1]))
 
@@ -452,6 +455,12 @@ class TreeBuilder(Transformer):
     @_inline
     def type_pattern(self, keyword, type_):
         return ast.Pattern("type", "", type_, _between(keyword, type_))
+
+    @_inline
+    def function_type_pattern(self, keyword, function):
+        # `function` is a keyword, so no type: the pattern alone names Lua's type
+        return ast.Pattern("type", "", ast.TypeRef(("function",), (), _tok_span(function)),
+                           _between(keyword, function))
 
 
 def _numeral(tok: Token) -> str:

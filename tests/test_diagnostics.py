@@ -30,7 +30,7 @@ SYNTAX_ERRORS = [
     ("local 1 = 2", 1, 7, ["near '1'"]),
     ("return return", 1, 8, ["near 'return'"]),
     ("x = 1 y", 1, 7, ["not a statement"]),
-    ("f() = 1", 1, 1, ["cannot assign"]),
+    ("f() = 1", 1, 5, ["cannot assign to the expression before '='"]),
     ("x + 1", 1, 3, ["near '+'"]),
     ("(x)", 1, 1, ["not a statement"]),
     ("if x then\n  y = 1\nelse\n  y = 2\n", 4, 8, ["'end' expected", "'if' at line 1"]),

@@ -420,6 +420,22 @@ def test_a_syntax_error_gives_luajits_reason_at_luajits_line(text):
     assert nupp_near == ("end of file" if near == "'<eof>'" else near), diag.render()
 
 
+UNASSIGNABLE = ["(nil) = 5", "x {} = 3", "x.y {} = 3", "f() = 1", '("a") = 1', "local a\na, f(), b = 1",
+                "f(), a = 1", "(x)\n\n= 1", "x 'a'.b, (y) = 1, 2", "a:b() = 1", "x\n{} -- c\n, y = 1"]
+
+
+@pytest.mark.parametrize("text", UNASSIGNABLE)
+def test_an_unassignable_target_is_refused_where_luajit_refuses_it(text):
+    """At the token after the target (LuaJIT has read it when it refuses), with nupp's words."""
+    line, _, near = _LUAJIT_SYNTAX_ERROR.fullmatch(luajit_refusal(text.encode()).decode()).groups()
+    with pytest.raises(NuppError) as raised:
+        parse_text(text)
+    (diag,) = raised.value.diagnostics
+    assert diag.line == int(line), diag.render()
+    assert text.splitlines()[diag.line - 1][diag.col - 1:].startswith(near.strip("'")), diag.render()
+    assert diag.message == f"cannot assign to the expression before {near}", diag.render()
+
+
 # ---- large files ------------------------------------------------------------------
 
 def generated_program(lines: int) -> str:
@@ -689,3 +705,49 @@ def test_every_form_of_switch_raises_at_the_line_that_raised(tmp_path):
     proc = nupp("run", "m.nupp", "--aot", "off", cwd=tmp_path)
     lines = [int(line.split(b":")[1]) for line in proc.stdout.splitlines()]
     assert lines == [7, 8, 15, 24, 26, 32, 30], proc.stdout
+
+
+# ---- type patterns --------------------------------------------------------------------
+
+def _type_pattern_hint_names() -> list[str]:
+    """The Lua types the diagnostic for an untestable type pattern offers."""
+    with pytest.raises(NuppError) as raised:
+        translate(Source("m.nupp", "local x = switch 1 do case is Foo -> 1 else -> 2 end"))
+    (diag,) = raised.value.diagnostics
+    return re.search(r"use a Lua type \(([^)]*)\)", diag.hint)[1].split(", ")
+
+
+# Each of Lua's types (LuaJIT's type() answers, cdata among them), as a value.
+LUA_VALUES = 'nil, true, 1, "s", {}, print, coroutine.create(print), io.stdout, 1LL'
+
+
+def test_every_lua_type_the_hint_offers_is_a_pattern_meaning_type_of_v(tmp_path):
+    names = sorted(set(_type_pattern_hint_names()) | {"thread", "userdata"})
+    assert {"function", "nil"} <= set(names)  # Lua keywords, no type names
+    tests = "\n".join(f'local function is_{n}(v) return switch v do case is {n} -> true else -> false end end\n'
+                      f'for i = 1, n do check("{n}", values[i], is_{n}(values[i]), type(values[i]) == "{n}") end'
+                      for n in names)
+    (tmp_path / "m.nupp").write_text(
+        f"local values, n = {{{LUA_VALUES}}}, 9\n"
+        "local function check(name, v, got, want) if got ~= want then print(name, v, got) end end\n"
+        f"{tests}\nprint('done')\n")
+    proc = nupp("run", "m.nupp", "--aot", "off", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, b"done\n"), proc.stdout + proc.stderr
+
+
+def test_a_function_pattern_in_statements_and_lists(tmp_path):
+    (tmp_path / "m.nupp").write_text(
+        "local function f(v)\n  switch v do\n    case is function, is nil do print('callable or nil') end\n"
+        "    else -> print('other')\n  end\nend\nf(print)\nf(nil)\nf(1)\n")
+    proc = nupp("run", "m.nupp", "--aot", "off", cwd=tmp_path)
+    assert proc.stdout == b"callable or nil\ncallable or nil\nother\n", proc.stderr
+    assert "case is function, is nil" in format_nupp(parse_text((tmp_path / "m.nupp").read_text()))
+
+
+def test_a_function_pattern_in_an_aot_function_is_a_subset_diagnostic(tmp_path):
+    (tmp_path / "m.nupp").write_text("@aot\nlocal function f(x: number): number\n"
+                                     "  local r: number = switch x do\n    case is function -> 1\n"
+                                     "    else -> 2\n  end\n  return r\nend\n")
+    proc = nupp("check", "m.nupp", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(b"m.nupp:4:10: error: a type pattern is outside the AOT subset"), proc.stderr
