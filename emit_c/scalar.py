@@ -504,14 +504,17 @@ class _FunctionEmitter:
             if not labels:
                 self.line("default:")
             if self.one_line_each(body):
-                self.block(tuple(body) + (ir.Break(),))
+                self.block(tuple(body) + (_LEAVE_SWITCH,))
             else:
                 self.depth += 1
                 self.line("{")
-                self.block(tuple(body) + (ir.Break(),))
+                self.block(tuple(body) + (_LEAVE_SWITCH,))
                 self.line("}")
                 self.depth -= 1
         self.line("}")
+
+    def stmt__LeaveSwitch(self, s: "_LeaveSwitch") -> None:
+        self.line("break;")
 
     def one_line_each(self, stmts) -> bool:
         """Whether statements are written one line each, declaring nothing: a
@@ -673,6 +676,14 @@ class _FunctionEmitter:
         self.depth -= 1
         self.line("}")
         return t
+
+
+class _LeaveSwitch:
+    """The C `break` that ends a switch arm: it leaves the C switch, never a
+    loop, so it is no IR Break (lane C turns those into lanes leaving loops)."""
+
+
+_LEAVE_SWITCH = _LeaveSwitch()
 
 
 def _bare(c: str) -> str:

@@ -95,10 +95,31 @@ def rewrite_lanes(module: ir.Module, gang: int = 8) -> ir.Module:
 
 def _decide(fn: ir.Function) -> list[tuple[ir.For, LaneDecision]]:
     out = []
+    enclosing = _enclosing_loops(fn)
     for loop, plan in zip(span_loops(fn), analyze_function(fn)):
-        reason = plan.reason if not plan.lanes else gang_refusal(fn, loop, plan.varying, plan)
+        outer = enclosing.get(id(loop))
+        if outer is not None:  # the emitter runs gangs only outside every loop
+            reason = f"inside the loop at {outer.loc} (gangs run only outside other loops)"
+        else:
+            reason = plan.reason if not plan.lanes else gang_refusal(fn, loop, plan.varying, plan)
         out.append((loop, LaneDecision(fn.name, loop.loc, loop.var, plan, reason)))
     return out
+
+
+def _enclosing_loops(fn: ir.Function) -> dict[int, object]:
+    """id of each statement inside a For or While -> the outermost such loop."""
+    found: dict[int, object] = {}
+
+    def visit(stmts, outer) -> None:
+        for s in stmts:
+            if outer is not None:
+                found[id(s)] = outer
+            inner = outer if outer is not None or not isinstance(s, (ir.For, ir.While)) else s
+            for block in blocks(s):
+                visit(block, inner)
+
+    visit(fn.body, None)
+    return found
 
 
 def _rewrite_function(fn: ir.Function, gang: int) -> ir.Function:
