@@ -453,6 +453,14 @@ class LuaWriter(Writer):
 
     indent_unit = ""
 
+    def __init__(self):
+        super().__init__()
+        self.names_read: set[str] = set()  # what the translator's header binds is among them
+
+    def expr_Name(self, e) -> None:
+        self.names_read.add(e.id)
+        super().expr_Name(e)
+
     def reach(self, node) -> None:
         self.reach_line(getattr(getattr(node, "span", None), "line", 0))
 

@@ -4,14 +4,21 @@
 plain Lua, and prints the result with every node on its source line:
 
     annotations, qualifiers    erased
-    local struct P ... end     local P = __nupp.struct("P", {{"x", "float"}, ...})
+    local struct P ... end     local P = __nupp.struct("P", {{"x", "float"}, ...}); __nupp.structs.P = P
     a & b, a | b, a ~ b, ~a    __nupp_bit.band(a, b), bor, bxor, bnot
     a << b, a >> b             __nupp_bit.lshift(a, b), rshift (logical)
     a // b                     __nupp_floor(a / b)
     switch                     an `if` chain testing the subject, evaluated once
+                               (`case is P` for a struct P: __nupp.is_struct(__nupp.structs.P, v))
     @aot function f            its body is its checked scalar IR written as Lua
                                (frontend/aot_to_lua.py), then
                                f = __nupp.aot(f, "f", {parameter types}, "result type", {options})
+
+`__nupp` is the runtime's internals as the chunk sees them (runtime/lua/chunks.lua):
+fields of its own hold the chunk's struct types by name, `structs`, where a
+type position finds the struct even where a local of its name hides the
+struct's own local, and with native code its library, `compiled`, loaded on
+line 1: neither costs the chunk a local of its 200.
 
 The rewrite is a tree-to-tree pass; `printer.LuaWriter` refuses any Nupp-only
 node that slips through, so nothing is emitted half-translated.
@@ -32,7 +39,8 @@ from nupp.frontend.printer import LuaWriter, lua_string
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
 from nupp.pipeline import with_deep_stack
 
-NATIVE_MODULE = "__nupp_native"
+COMPILED = "compiled"  # the chunk's field (of `__nupp`) holding its native library
+STRUCTS = "structs"  # the chunk's field holding its struct types by name
 BIT_FUNCTIONS = {"&": "band", "|": "bor", "~": "bxor", "<<": "lshift", ">>": "rshift"}
 
 
@@ -57,7 +65,8 @@ def translate(source: Source, native: NativeModule | None = None) -> str:
     try:
         module = check_module(source, chunk)  # validates too: every diagnostic of the file at once
         lowered = ToLua(source, module, native).chunk(chunk)
-        return _with_header(LuaWriter().chunk(lowered))
+        writer = LuaWriter()
+        return _with_header(writer.chunk(lowered), writer.names_read)
     finally:
         forget_trees()  # a large program's tree is a million objects: free them now
 
@@ -117,6 +126,14 @@ def _call(func: str, args, span: ast.Span) -> ast.Call:
     return ast.Call(target, tuple(args), span)
 
 
+def _internal(path: str, span: ast.Span):
+    """`__nupp.a.b` for "a.b": a field of the chunk's internals."""
+    target = _name("__nupp", span)
+    for part in path.split("."):
+        target = ast.Field(target, part, span)
+    return target
+
+
 def _table(items, span: ast.Span) -> ast.Table:
     """A table from (key or None, value) pairs."""
     return ast.Table(tuple(ast.TableField("named" if k else "positional", v, k, span)
@@ -133,14 +150,13 @@ def _table(items, span: ast.Span) -> ast.Table:
 # `setfenv(1, _G)` moves the chunk to the globals, where nothing of nupp is.
 RUNTIME_LOCALS = {"__nupp": None, "__nupp_bit": "bit_operators", "__nupp_floor": "floor_quotient",
                   "__nupp_type": "type", OPS_TABLE: "ops", BIT: "bit"}
-_RESERVED_WORD = re.compile(r"\b__nupp\w*")  # a program's own names never start so (validate.py)
 
 
-def _with_header(lua: str) -> str:
+def _with_header(lua: str, names_read: set[str]) -> str:
     """`local __nupp, ... = __nupp, __nupp.bit_operators, ...; setfenv(1, _G); ` + the
-    translation.  (A `__nupp...` inside a string literal only binds a local too many.)"""
-    used = set(_RESERVED_WORD.findall(lua))
-    names = [n for n in RUNTIME_LOCALS if n in used]
+    translation, binding those of RUNTIME_LOCALS that the translation reads
+    (a program's own names never start with `__nupp`: validate.py)."""
+    names = [n for n in RUNTIME_LOCALS if n in names_read]
     values = ["__nupp" if RUNTIME_LOCALS[n] is None else f"__nupp.{RUNTIME_LOCALS[n]}" for n in names]
     bind = f"local {', '.join(names)} = {', '.join(values)}; " if names else ""
     return f"{bind}setfenv(1, _G); {lua}"
@@ -161,7 +177,6 @@ class ToLua:
         self.native = native
         self.counter = 0
         self.vararg_stack = [True]  # the main chunk is a vararg function
-        self.structs: set[str] = set()
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -173,13 +188,13 @@ class ToLua:
         prelude = (self.native_prelude(),) if self.native else ()
         return ast.Chunk(ast.Block(prelude + body.stats, body.span), chunk.span)
 
-    def native_prelude(self) -> ast.Local:
-        """`local __nupp_native = __nupp.native.load(library, cdef, errors)` on line 1."""
+    def native_prelude(self) -> ast.Assign:
+        """`__nupp.compiled = __nupp.native.load(library, cdef, errors)` on line 1."""
         top = ast.Span(1, 1, 1, 1)
         errors = _table([(None, _str(e, top)) for e in self.native.errors], top)
-        load = ast.Call(ast.Field(ast.Field(_name("__nupp", top), "native", top), "load", top),
+        load = ast.Call(_internal("native.load", top),
                         (_str(self.native.library, top), _str(self.native.cdef, top), errors), top)
-        return ast.Local((ast.Param(NATIVE_MODULE, span=top),), (load,), top)
+        return ast.Assign((_internal(COMPILED, top),), (load,), top)
 
     def block(self, block: ast.Block) -> ast.Block:
         stats: list = []
@@ -257,12 +272,12 @@ class ToLua:
 
     # ---- structs
     def stat_StructDecl(self, s: ast.StructDecl) -> list:
-        self.structs.add(s.name)
         spec = _table([(None, _table([(None, _str(f.name, f.span)), (None, _str(f.type.name, f.span))],
                                      f.span)) for f in s.fields], s.span)
-        value = ast.Call(ast.Field(_name("__nupp", s.span), "struct", s.span),
-                         (_str(s.name, s.span), spec), s.span)
-        return [ast.Local((ast.Param(s.name, span=s.span),), (value,), s.span)]
+        value = ast.Call(_internal("struct", s.span), (_str(s.name, s.span), spec), s.span)
+        end = _end_span(s)
+        return [ast.Local((ast.Param(s.name, span=s.span),), (value,), s.span),
+                ast.Assign((_struct_type(s.name, end),), (_name(s.name, end),), end)]
 
     # ---- @aot functions
     def aot_body(self, s, name: str) -> ast.FuncBody:
@@ -300,15 +315,15 @@ class ToLua:
         if self.native is None:
             return ast.Assign((target,), (interpreted,), span)
         symbol, ctype = self.native.functions[name]
-        bind = ast.Field(ast.Field(_name("__nupp", span), "native", span), "bind", span)
-        args = (_name(NATIVE_MODULE, span), _str(symbol, span), _str(name, span), params, result, options,
+        bind = _internal("native.bind", span)
+        args = (_internal(COMPILED, span), _str(symbol, span), _str(name, span), params, result, options,
                 _str(ctype, span) if ctype else ast.Nil(span), interpreted, _str(self.native.mode, span))
         return ast.Assign((target,), (ast.Call(bind, args, span),), span)
 
     def param_descriptor(self, p: ast.Param, span: ast.Span) -> ast.Table:
         kind = p.type.path[-1]
         if kind in SPAN_KINDS:
-            type_ = _table([("span", _name(p.type.args[0].name, span)),
+            type_ = _table([("span", _struct_type(p.type.args[0].name, span)),
                             ("writable", ast.Bool(kind == "WriteSpan", span)),
                             ("qualifier", _str(p.qualifier, span))], span)
         else:
@@ -412,7 +427,14 @@ class ToLua:
             return _call("__nupp.is_ctype", (_str(CTYPE_PATTERNS[name], span), value), span)
         if name in lua_type_pattern_names():
             return ast.BinOp("==", _call("__nupp_type", (value,), span), _str(name, span), span)
-        return _call("__nupp.is_struct", (_name(name, span), value), span)
+        return _call("__nupp.is_struct", (_struct_type(name, span), value), span)
+
+
+def _struct_type(name: str, span: ast.Span) -> ast.Field:
+    """The module's struct `name` where a type names it (`case is P`, `span.Span<P>`):
+    `__nupp.structs.P`, which no local named P hides (validate.py makes every
+    such name a struct declared before, at the top level)."""
+    return _internal(f"{STRUCTS}.{name}", span)
 
 
 def _same_or(old, new_items: list, build, attribute: str | None = None):

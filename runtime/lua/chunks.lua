@@ -7,6 +7,11 @@
 --   so it is loaded into an environment holding only the internals,
 --   `setfenv` and the globals: the header takes what it needs into locals and
 --   moves the chunk to the globals.  Runtime internals never become globals.
+--   The chunk's `__nupp` is a copy of the internals of its own, so that
+--   fields the chunk sets are its own: `structs`, its struct types by name,
+--   and `compiled`, its native library (to_lua.py).  (A copy, not a table
+--   reading the internals through a metatable: that made every lookup of a
+--   switch expression a metamethod's, 20% of a switch in the interpreter.)
 -- chunks.failure(e): the handler under which the host runs a chunk (xpcall,
 --   called straight from Python, so the main chunk's caller is one C frame as
 --   under luajit and error levels count as there).  Returns {message,
@@ -17,17 +22,23 @@
 local internals = ...
 
 local G = _G
-local loadstring, setfenv, getmetatable = loadstring, setfenv, debug.getmetatable
+local loadstring, setfenv, getmetatable, pairs = loadstring, setfenv, debug.getmetatable, pairs
 local tostring, type, traceback = tostring, type, debug.traceback
 local byte, format = string.byte, string.format
 local stdout, io_type = io.stdout, io.type
 
 local chunks = {}
 
+local function chunk_internals()
+    local own = { structs = {} }
+    for k, v in pairs(internals) do own[k] = v end
+    return own
+end
+
 function chunks.load(source, chunkname, translated)
     local chunk, err = loadstring(source, chunkname)
     if chunk and translated then
-        setfenv(chunk, { __nupp = internals, setfenv = setfenv, _G = G })
+        setfenv(chunk, { __nupp = chunk_internals(), setfenv = setfenv, _G = G })
     end
     return chunk, err
 end
