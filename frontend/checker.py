@@ -188,6 +188,7 @@ class Checker:
         self.hidden_by: dict[str, object] = {}    # an @aot name -> the top-level declaration hiding it
         self.callees: dict[str, ast.Call] = {}    # @aot functions called from @aot code: the first call
         self.module_names: dict[str, object] = {}  # top-level names declared so far -> their declaration
+        self.alias_uses: dict[str, tuple] = {}     # aliases @aot code used -> (declaration, first use)
         self.fs: FunctionState | None = None
 
     # ---- diagnostics
@@ -204,7 +205,7 @@ class Checker:
         self.diagnostics.extend(validation_diagnostics(self.source, chunk))
         for stat in chunk.body.stats:
             self.module_statement(stat)
-        self.refuse_reassigned_callees(chunk)
+        self.refuse_reassigned_names(chunk)
         if self.diagnostics:
             raise NuppError(sorted(self.diagnostics, key=lambda d: (d.line, d.col)))
         return ir.Module(tuple(self.structs.values()), tuple(self.functions.values()))
@@ -241,16 +242,25 @@ class Checker:
             self.unusable.discard(name)
             self.hidden_by[name] = declaration
 
-    def refuse_reassigned_callees(self, chunk: ast.Chunk) -> None:
-        """Compiled @aot code calls its @aot callees directly, ordinary code through
-        their names: assigning such a name would make the two run different functions."""
-        called = {name: stat for name, stat in self.definitions.items() if name in self.callees}
-        for name, target in _assignments_after_definitions(chunk.body, called):
-            call = self.callees[name]
-            self.error(target, f"'{name}' is assigned here, but @aot code calls the @aot function "
-                       f"'{name}' (the call at {_position(call)})",
-                       "assign another name: calls between @aot functions are fixed when they are "
-                       "compiled, so native and ordinary execution would run different functions")
+    def refuse_reassigned_names(self, chunk: ast.Chunk) -> None:
+        """@aot code is bound when it is checked: it calls its @aot callees directly and
+        resolves module aliases once, where Lua goes through the names at each call;
+        assigning such a name would make them disagree."""
+        fixed = {name: (stat, self.callees[name]) for name, stat in self.definitions.items() if name in self.callees}
+        fixed.update(self.alias_uses)
+        declarations = {name: declaration for name, (declaration, _) in fixed.items()}
+        for name, target in _assignments_after_definitions(chunk.body, declarations):
+            declaration, use = fixed[name]
+            if _aot_attribute(declaration):
+                self.error(target, f"'{name}' is assigned here, but @aot code calls the @aot function "
+                           f"'{name}' (the call at {_position(use)})",
+                           "assign another name: calls between @aot functions are fixed when they are "
+                           "compiled, so native and ordinary execution would run different functions")
+            else:
+                self.error(target, f"'{name}' is assigned here, but @aot code calls through the module "
+                           f"alias '{name}' (at {_position(use)})",
+                           f"assign another name: @aot code resolves `local {name} = ...` when it is "
+                           "checked, so it would not see this value")
 
     def local_name(self, name: str) -> str:
         """A local the function declares or a module local, in words."""
@@ -285,6 +295,8 @@ class Checker:
         if isinstance(expr, ast.Name):
             if self.declared_locally(expr.id):
                 return ()
+            if expr.id in self.aliases and self.fs is not None:
+                self.alias_uses.setdefault(expr.id, (self.module_names[expr.id], expr))
             return self.aliases.get(expr.id, (expr.id,))
         if isinstance(expr, ast.Field):
             base = self.dotted_path(expr.obj)
@@ -1356,18 +1368,18 @@ def _declared_names(stat) -> frozenset:
 
 
 def _assignments_after_definitions(block: ast.Block, definitions: dict) -> Iterator[tuple[str, object]]:
-    """(name, target) of each assignment, at any depth, to the name of an @aot
-    function of `definitions` where the name denotes that function: after its
-    definition, before a top-level declaration hides it, outside any scope
-    that declares the name anew."""
-    defined_by = {id(stat): name for name, stat in definitions.items()}
+    """(name, target) of each assignment, at any depth, to a name of `definitions`
+    (name -> its top-level declaration) where the name denotes that declaration:
+    after it, before a top-level declaration hides it, outside any scope that
+    declares the name anew."""
+    defined_by: dict[int, set[str]] = {}
+    for name, stat in definitions.items():
+        defined_by.setdefault(id(stat), set()).add(name)
     live: frozenset = frozenset()
     for stat in block.stats:
         if not _aot_attribute(stat):  # an @aot body assigns only its own locals (the checker says so)
             yield from _assignments_to(stat, live)
-        live = live - _declared_names(stat)
-        if id(stat) in defined_by:
-            live = live | {defined_by[id(stat)]}
+        live = (live - _declared_names(stat)) | defined_by.get(id(stat), set())
 
 
 def _assignments_to(node, live: frozenset) -> Iterator[tuple[str, object]]:

@@ -289,6 +289,14 @@ local function f(x: int32, assert: int32): nil
     assert(x > 0, "positive")
 end
 """, 3, 5, ["'assert' is a local of 'f', not a function or library"]),
+    ("a module alias assigned after @aot code calls through it", """local f32 = nupp.math.f32
+@aot
+local function f(x: number): float
+    return f32.narrow(x)
+end
+f32 = {narrow = function(x) return 0 end}
+print(f(0.1))
+""", 6, 1, ["'f32' is assigned here, but @aot code calls through the module alias 'f32' (at 4:12)"]),
 ]
 
 
@@ -364,6 +372,17 @@ do
 end
 print(g(1), h(0))
 """, "2\t5\n"),
+    ("a module alias's name assigned in a scope that declares it anew", """local f32 = nupp.math.f32
+@aot
+local function f(x: number): float
+    return f32.narrow(x)
+end
+do
+    local f32 = 1
+    f32 = 2
+end
+print(f(0.5))
+""", "0.5\n"),
     ("every path returns", """@aot
 local function f(n: int32): int32
     if n > 0 then
