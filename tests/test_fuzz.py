@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import struct
 import time
 from collections import Counter
@@ -65,6 +66,17 @@ def test_a_sample_of_the_generator_covers_every_construct_and_passes_the_front_e
 def test_a_seed_names_one_program():
     assert module_text([generate(77, "p")]) == module_text([generate(77, "p")])
     assert module_text([generate(77, "p")]) != module_text([generate(78, "p")])
+
+
+def test_every_generated_loop_is_bounded():
+    """A while's or repeat's counter is assigned only by its step (a hang must be nupp's bug)."""
+    for seed in range(300):
+        for f in generate(seed, "p").functions:
+            loops = [s for s in statements(f.body) if s.kind in ("while", "repeat")]
+            counters = {re.match(r"\((\w+) ", s.cond.form).group(1) for s in loops}
+            assigned = {s.form.split(" =")[0] for s in statements(f.body) if s.kind == "assign"}
+            assert all(s.cond.bounds for s in loops), (seed, f.name)
+            assert not counters & assigned, (seed, f.name, counters & assigned)
 
 
 def test_avoided_shapes_are_not_generated():

@@ -710,7 +710,7 @@ class Writer:
         start = self.pick(self.loads("i32") or [self.counter()])
         k = self.pick([v.name for v in self.visible("i32") if not v.varying] or ["7"])
         test = Expr("bool", "false") if self.chance(0.5) else self.condition(1)
-        self.declare(w, "i32", True)
+        self.declare(w, "i32", True, writable=False)  # stepped below: the loop stays finite
         cond = Expr("bool", f"({w} < ({k} & 3) and {{0}})", [test], bounds=True)
         self.loops += 1
         try:

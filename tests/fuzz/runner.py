@@ -3,9 +3,10 @@
     fuzzer = Fuzzer(Options(minutes=3))
     report = fuzzer.run()          # report.text(): coverage table, throughput, failures
 
-Each batch is `batch_size` generated programs.  Each is first checked on its
-own by the front end (a program the generator wrote is well-typed, so a
-refusal is a failure) and measured for coverage; the accepted ones share
+Each batch is `batch_size` generated programs.  Each is first compiled on its
+own in process up to the C (`compile_in_process`: a program the generator
+wrote is well-typed, so a refusal is a failure, as is an internal error on
+the way) and measured for coverage; the accepted ones share
 one module (one C compile per execution serves them all), run in every
 execution through the worker pool, every call compared with the
 interpreter's.  A program that defines a name twice runs alone: the
@@ -93,15 +94,19 @@ def entry_of(program: Program, calls: Optional[list[CallSpec]] = None) -> Entry:
                  tuple(calls if calls is not None else call_plan(bool(program.spans))))
 
 
+def _front_end(source: Source):
+    """(the scalar IR, None), or (None, ("refused" | "exception", text)) where the front end fails."""
+    try:
+        return compile_module(source), None
+    except NuppError as err:
+        return None, ("refused", str(err))
+    except Exception as err:  # noqa: BLE001 - any other failure of the front end is a bug
+        return None, ("exception", f"{type(err).__name__}: {err}")
+
+
 def front_end(program: Program, path: str) -> Optional[tuple[str, str]]:
     """None when the front end accepts the program alone; else ("refused" | "exception", text)."""
-    try:
-        compile_module(Source(path, module_text([program])))
-    except NuppError as err:
-        return "refused", str(err)
-    except Exception as err:  # noqa: BLE001 - any other failure of the front end is a bug
-        return "exception", f"{type(err).__name__}: {err}"
-    return None
+    return _front_end(Source(path, module_text([program])))[1]
 
 
 def compile_in_process(program: Program, path: str, executions: list[Execution]) -> Optional[tuple[Execution, str, str]]:
@@ -109,11 +114,10 @@ def compile_in_process(program: Program, path: str, executions: list[Execution])
     detail): the front end refuses it, or translating it for the interpreter or emitting the
     scalar or lane C of one of `executions` raises, which a worker would report as a failure
     to load.  Cheap, so a batch is spared a program that would fail to load."""
-    refusal = front_end(program, path)
+    source = Source(path, module_text([program]))
+    module, refusal = _front_end(source)
     if refusal:
         return (FRONT_END, *refusal)
-    source = Source(path, module_text([program]))
-    module = compile_module(source)
     emit = {"interp": lambda e: translate(source, None), "scalar": lambda e: emit_module(module, path, "fuzz_"),
             "lane": lambda e: emit_lane_module(module, path, "fuzz_", e.gang)}
     for execution in executions:
