@@ -411,6 +411,9 @@ class Checker:
         element = self.element_reference(value)
         if element is not None:
             self.fs.declare(name.name, element)
+            if name.type is not None:
+                self.error(name.type, f"'{name.name}' refers to a span element, which has no type of its own",
+                           f"drop the annotation: `local {name.name} = ...`, then read its fields")
             return []
         declared = self.declared_width(name)
         expr = self.expr(value)

@@ -297,6 +297,16 @@ end
 f32 = {narrow = function(x) return 0 end}
 print(f(0.1))
 """, 6, 1, ["'f32' is assigned here, but @aot code calls through the module alias 'f32' (at 4:12)"]),
+    ("an element reference with a type", HEADER + """@aot
+local function f(borrows inp: span.Span<P>): int32
+    local r: int32 = 0
+    for i = 1, #inp do
+        local e: int32 = inp[i]
+        r = r + e.v
+    end
+    return r
+end
+""", HEADER_LINES + 5, 18, ["'e' refers to a span element, which has no type of its own"]),
 ]
 
 
