@@ -152,15 +152,20 @@ def runner(tmp_path_factory):
     pool.close()
 
 
-def test_a_call_that_never_returns_is_a_hang_and_the_next_call_runs(runner, tmp_path):
+def test_a_call_that_never_returns_is_a_hang_and_the_next_entry_runs(runner, tmp_path):
     path = tmp_path / "spin.nupp"
     path.write_text(SPIN)
     # scalar set 1 passes n = 1 (spins), set 0 passes n = INT32_MIN (returns 0)
-    entry = Entry("spin", (), ("i32",), "int32", (CallSpec(0, 1), CallSpec(0, 0)))
-    for result in runner.run(str(path), [entry]):
+    spins = Entry("spin", (), ("i32",), "int32", (CallSpec(0, 1), CallSpec(0, 0)))
+    returns = Entry("spin", (), ("i32",), "int32", (CallSpec(0, 0),))
+    for result in runner.run(str(path), [spins, returns]):
         assert result.load[0] == "ok", result.load
         assert result.outcomes[(0, 0)].exception.startswith("hang:"), result.outcomes[(0, 0)]
-        assert result.outcomes[(0, 1)].result == ("int", 0), result.outcomes[(0, 1)]
+        assert (0, 1) not in result.outcomes  # one timeout per entry: its other calls are not made
+        assert result.outcomes[(1, 0)].result == ("int", 0), result.outcomes[(1, 0)]
+    # what hangs in the reference is reported there and not run again elsewhere
+    failures = runner.check_module(str(path), [spins, returns])
+    assert [(f.execution, f.kind) for f in failures] == [(REFERENCE, "hang")]
 
 
 class _BrokenLaneRunner(Runner):
@@ -192,9 +197,12 @@ def test_a_module_that_fails_to_load_is_narrowed_to_its_program(tmp_path):
     failures = runner.check(programs)
     assert [(f.program.ident, f.execution, f.kind) for f in failures] == [("p21", lane, "load")]
     assert "cannot build" in failures[0].detail
-    # each program alone only where the module failed; then the others run there, against the reference
-    assert runner.runs[1:] == [([f"{p.ident}_k"], [lane.name]) for p in programs] + \
-        [(["p20_k", "p22_k"], ["interp", lane.name])]
+    # the reference first, then the rest; each program alone only where the module failed; then
+    # the others run there again, against the reference
+    assert runner.runs[:2] == [(["p20_k", "p21_k", "p22_k"], ["interp"]),
+                               (["p20_k", "p21_k", "p22_k"], ["scalar-gcc", lane.name])]
+    assert runner.runs[2:] == [([f"{p.ident}_k"], [lane.name]) for p in programs] + \
+        [(["p20_k", "p22_k"], ["interp"]), (["p20_k", "p22_k"], [lane.name])]
 
 
 def test_a_saved_failure_runs_again(runner, tmp_path):

@@ -71,7 +71,4 @@ def load_entry(spec: dict):
 def check_saved(json_path: Path, runner: Runner) -> list[Failure]:
     """The failures of a saved regression in the runner's executions (none once it is fixed)."""
     spec = json.loads(json_path.read_text())
-    entry = load_entry(spec)
-    path = str(json_path.with_suffix(".nupp"))
-    results = runner.run(path, [entry])
-    return runner.failures([None], [entry], results, runner.executions)
+    return runner.check_module(str(json_path.with_suffix(".nupp")), [load_entry(spec)])

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -182,12 +182,27 @@ class Runner:
         """Run `programs` in one module in every execution; the failures."""
         executions = executions or self.executions
         entries = [entry_of(p, calls) for p in programs]
-        results = self.run(self.write(name, programs), entries, executions)
+        results = self.compare(self.write(name, programs), entries, executions)
         failures = self.failures(programs, entries, results, executions)
         unloaded = [e for e, r in zip(executions, results) if r.load[0] != "ok"]
         if not unloaded or len(programs) == 1:
             return failures
         return [f for f in failures if f.kind != "load"] + self.unloaded(programs, calls, unloaded, name)
+
+    def compare(self, path: str, entries: list[Entry], executions: list[Execution]) -> list[JobResult]:
+        """The results of a module in `executions`, the first (the reference) first: an entry that
+        fails by itself there (hangs, crashes) is not run again in the others."""
+        results = self.run(path, entries, executions[:1])
+        if len(executions) > 1:
+            failed = {e for (e, _), o in results[0].outcomes.items() if failed_itself(o)}
+            rest = [replace(entry, calls=()) if e in failed else entry for e, entry in enumerate(entries)]
+            results += self.run(path, rest, executions[1:])
+        return results
+
+    def check_module(self, path: str, entries: list[Entry]) -> list[Failure]:
+        """The failures of a written module's entries in every execution (a saved case)."""
+        results = self.compare(path, entries, self.executions)
+        return self.failures([None] * len(entries), entries, results, self.executions)
 
     def unloaded(self, programs: list[Program], calls, unloaded: list[Execution], name: str) -> list[Failure]:
         """A module that fails to load in `unloaded`: which programs fail alone (tried in the first

@@ -5,7 +5,8 @@ every execution runs in a worker process (multiprocessing, spawned): the
 parent sends a `Job` (a module, an execution, the entries and calls to make)
 and reads back one message per call.  A call that gives no answer within the
 timeout is a hang: the worker is killed, a fresh one is started and the job
-resumes after that call; a worker that dies is a crash, handled the same way.
+resumes with the next entry (that entry's other calls are not made); a worker
+that dies is a crash, handled the same way.
 
     pool = Pool(jobs=2, cache_dir=...)
     results = pool.run_all([Job(path, execution, entries), ...], load_timeout, call_timeout)
@@ -194,9 +195,9 @@ class Worker:
                 return result
             while pending:
                 kind, value = self.receive(call_timeout)
-                if kind == "lost":
+                if kind == "lost":  # the entry's other calls are not made: one timeout per entry
                     result.outcomes[pending[0]] = Outcome(exception=value)
-                    pending.pop(0)
+                    pending = [k for k in pending if k[0] != pending[0][0]]
                     break
                 result.outcomes[value[0]] = value[1]
                 pending.remove(value[0])
