@@ -249,7 +249,7 @@ def test_a_short_fuzz_agrees(tmp_path):
     tiers = runnable_tiers()
     lanes = [f"lane16-{tiers[-1]}", f"lane4-{tiers[-1]}-gcc", "lane8-baseline-gcc"] if tiers else []
     started = time.monotonic()
-    _fuzz(Options(minutes=0.01, seed=424242, batch_size=8, executions=["scalar", *lanes], save_dir=None,
+    _fuzz(Options(minutes=0.01, seed=424242, batch_size=16, executions=["scalar", *lanes], save_dir=None,
                   known=known_bugs()))
     assert time.monotonic() - started < 120
 
@@ -261,6 +261,7 @@ def test_five_minutes_of_fuzzing_agree(tmp_path):
     require_tool("clang")
     seed = int(os.environ.get("NUPP_FUZZ_SEED", time.time() % 1_000_000 * 1000))
     text = _fuzz(Options(minutes=float(os.environ.get("NUPP_FUZZ_MINUTES", 5)), seed=seed, batch_size=32,
-                         save_dir=tmp_path, minimize_seconds=120, known=known_bugs()))
+                         jobs=min(4, os.cpu_count() or 1), save_dir=tmp_path, minimize_seconds=120,
+                         known=known_bugs()))
     if UNDER_CI:
         print(text)

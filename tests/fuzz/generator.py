@@ -767,7 +767,7 @@ class Writer:
         body += self.block_here(self.rng.randint(1, 4), 2)
         if result is not None:
             body.append(Line("return", "return {0}", [self.value_for(result)]))
-        function = Function(name, [Param(n, t) for n, _, t in params], _type_name(self, result), body)
+        function = Function(name, [Param(n, t) for n, _, t in params], self.type_name(result), body)
         raising = any(e.raises for s in statements(body) for e in s.exprs)
         return Helper(function, [w for _, w, _ in params], result, raising)
 
@@ -793,7 +793,9 @@ class Writer:
         cond = self.expr("bool", self.rng.randint(0, 2))
         return Line("assert", f'assert({{0}}, "{self.pick(MESSAGES)}")', [cond])
 
-    def kernel(self, name: str) -> tuple[Function, list[SpanArg], list[str], str]:
+    def kernel_entry(self, name: str) -> Program:
+        """The entry over spans: asserts relating their lengths, locals and statements at function
+        level, one or two span loops, a final return."""
         in_struct, out_struct = self.pick(LAYOUTS)
         aux = self.chance(0.25)
         span_params = [("out", SpanArg(out_struct, True)), ("inp", SpanArg(in_struct, False))]
@@ -819,8 +821,9 @@ class Writer:
                         "exclusive" if s.writable else "borrows") for n, s in span_params]
         params += [Param(n, t) for n, _, t in scalars]
         attribute = "@aot(vectorize = false)" if self.chance(0.05) else "@aot"
-        function = Function(name, params, _type_name(self, result), body, attribute)
-        return function, [s for _, s in span_params], [w for _, w, _ in scalars], function.result
+        function = Function(name, params, self.type_name(result), body, attribute)
+        return Program(self.ident, self.written() + [function], [s for _, s in span_params],
+                       [w for _, w, _ in scalars], function.result)
 
     def outer_locals(self, body: list) -> list[tuple[str, str, str]]:
         """Locals before the span loop: read in it, or reductions (name, width, op) accumulated in it."""
@@ -879,38 +882,27 @@ class Writer:
         return For(counter, Expr("i32", "1", literal=True), Expr("i32", bound), "", body)
 
     def scalar_entry(self, name: str) -> Program:
-        return self.program([self.helper(name, results=NUMERIC + ("bool",))])
+        entry = self.helper(name, results=NUMERIC + ("bool",))
+        return Program(self.ident, self.written() + [entry.function], [], entry.params, entry.function.result)
 
-    def kernel_entry(self, name: str) -> Program:
-        function, spans, scalars, result = self.kernel(name)
-        program = self.program([])
-        program.functions.append(function)
-        program.spans, program.scalars, program.result = spans, scalars, result
-        return program
-
-    def program(self, entry: list[Helper]) -> Program:
-        """A program of the helpers written so far and `entry` (a scalar entry's Helper)."""
-        functions = [h.function for h in self.helpers] + [h.function for h in entry]
-        if not entry:
-            return Program(self.ident, functions, [], [], "nil")
-        return Program(self.ident, functions, [], entry[0].params, entry[0].function.result)
-
-    def redefinition(self, ident: str) -> Program:
+    def redefinition(self) -> Program:
         """A helper defined twice under one name (maybe with different signatures), a function
         calling the first definition, and an entry calling that function and the second."""
-        first = self.helper(f"{ident}_d", results=NUMERIC)
-        user = self.caller(f"{ident}_g", [first])
-        second = self.helper(f"{ident}_d", results=NUMERIC)
-        entry = self.caller(f"{ident}_k", [user, second])
-        program = Program(ident, [h.function for h in self.helpers] + [first.function, user.function,
-                                                                         second.function, entry.function],
-                          [], entry.params, "number", isolated=True)
+        first = self.helper(f"{self.ident}_d", results=NUMERIC)
+        user = self.caller(f"{self.ident}_g", [first])
+        second = self.helper(f"{self.ident}_d", results=NUMERIC)
+        entry = self.caller(f"{self.ident}_k", [user, second])
+        functions = self.written() + [first.function, user.function, second.function, entry.function]
+        program = Program(self.ident, functions, [], entry.params, "number", isolated=True)
         program.twin = renamed_twin(program)
         return program
 
+    def written(self) -> list[Function]:
+        """The helpers written so far."""
+        return [h.function for h in self.helpers]
 
-def _type_name(writer: Writer, width: Optional[str]) -> str:
-    return "nil" if width is None else writer.pick(TYPE_NAMES[width])
+    def type_name(self, width: Optional[str]) -> str:
+        return "nil" if width is None else self.pick(TYPE_NAMES[width])
 
 
 def renamed_twin(program: Program) -> Program:
@@ -931,7 +923,7 @@ def generate(seed: int, ident: str = "p", avoid: frozenset[str] = frozenset()) -
     for k in range(rng.randint(0, 3)):
         w.helpers.append(w.helper(f"{ident}_h{k + 1}"))
     if "duplicate-names" not in avoid and rng.random() < 0.04:
-        return w.redefinition(ident)
+        return w.redefinition()
     if rng.random() < 0.15:
         return w.scalar_entry(f"{ident}_k")
     return w.kernel_entry(f"{ident}_k")

@@ -113,15 +113,15 @@ def _call(module, entry: Entry, call: CallSpec, runtime_error, dirty_stack) -> O
         function = getattr(module, entry.function)
     except Exception as err:  # noqa: BLE001
         return Outcome(exception=f"{type(err).__name__}: {err}")
-    spans = [a for a in args[:len(entry.spans)]]
     try:
         dirty_stack()
-        result = function(*args)
+        outcome = Outcome(result=canonical_result(function(*args), entry.result))
     except runtime_error as err:
-        return Outcome(error=str(err), spans=[canonical_span(s) for s in spans])
+        outcome = Outcome(error=str(err))
     except Exception as err:  # noqa: BLE001 - a Python exception reaching the user is a bug
-        return Outcome(exception=f"{type(err).__name__}: {err}", spans=[canonical_span(s) for s in spans])
-    return Outcome(result=canonical_result(result, entry.result), spans=[canonical_span(s) for s in spans])
+        outcome = Outcome(exception=f"{type(err).__name__}: {err}")
+    outcome.spans = [canonical_span(s) for s in args[:len(entry.spans)]]
+    return outcome
 
 
 # ---- the parent ------------------------------------------------------------------------------------
