@@ -28,9 +28,9 @@ from pathlib import Path
 
 import lark
 
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.frontend.parser import parse
-from nupp.frontend.to_lua import translate
+from nupp.pipeline import translate
 
 ROOT = Path(__file__).resolve().parent.parent
 SPIKE = ROOT / "bench" / "kernel-subset-spike"

@@ -30,7 +30,7 @@ import numpy as np
 
 import nupp
 from nupp.bench.native_speed import KERNELS, handwritten_library, load_times, workloads
-from nupp.emit_c.tiers import TIER_NAMES, TIERS
+from nupp.targets.tiers import TIER_NAMES, TIERS
 
 BENCH_KERNELS = ("mandelbrot", "corrected", "tecsbits", "mixedwidth", "simd")
 GANGS = (4, 8, 16)

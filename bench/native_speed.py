@@ -25,7 +25,7 @@ import cffi
 import numpy as np
 
 import nupp
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.runtime.host import Host
 
 HERE = Path(__file__).resolve().parent
@@ -55,8 +55,9 @@ def per_call_cost(calls: int) -> tuple[float, float]:
         path.write_text(TRIVIAL)
         host = Host(mode="scalar")
         source = Source(str(path), TRIVIAL)
-        native = host.native_module(source)
-        exports = host.load_module(source, native)
+        compiled = host.compile(source)
+        native = compiled.native
+        exports = host.load_module(source, compiled)
         symbol, _ = native.functions["inc"]
         lib = host.internals.native.load(native.library, native.cdef, host.lua.table())
         raw = lib["lib"][symbol]

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from nupp.frontend.checker import check_module
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.frontend.parser import forget_trees, parse
 from nupp.scalar_ir.fold import fold_module
 from nupp.verifier import verify_module

@@ -1,4 +1,4 @@
-"""C emission for scalar and lane IR, the helper library and feature tiers (issue: scalar C backend).
+"""The C backends: scalar C and lane C from verified IR, and the C helper library.
 
 `emit_c.scalar.emit_module(module, path)` turns a verified scalar IR module
 into one plain C11 translation unit (`CModule`): its `source`, one
@@ -65,6 +65,13 @@ Lane C (`emit_c.lane.emit_lane_module`, same ABI) runs the lane rewrite's
 gangs as GCC/Clang vectors; `emit_c.lane_helpers` holds the lane forms of
 the helpers that have one (min/max, fma, exp, bits), each beside its scalar
 rule's meaning; every other op calls its scalar helper once per lane.
-`emit_c.tiers` builds a module's lane C once per x86-64 feature tier and
-picks the tier at load time.
+The targets (targets/tiers.py) build a module's lane C once per x86-64
+feature tier and pick the tier at load time.
 """
+
+from nupp.backend import Backend  # noqa: E402  (the package's docstring above says what it holds)
+from nupp.emit_c.lane import emit_lane_module  # noqa: E402
+from nupp.emit_c.scalar import emit_module  # noqa: E402
+
+SCALAR_C = Backend("c", "scalar", emit_module, "plain C11, one statement at a time")
+LANE_C = Backend("lane-c", "lanes", emit_lane_module, "C with GCC/Clang vectors, each Gang as SIMD lanes")

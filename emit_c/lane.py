@@ -2,8 +2,8 @@
 
     emit_lane_module(module, "kernels.nupp", "nupp_", gang=8) -> CModule
 
-Takes scalar IR, runs the lane rewrite (lane_rewrite/rewrite.py: admitted
-span loops become `Gang`s, verified) and emits C with the same `CModule` /
+Takes lane IR (the lane rewrite's, lane_rewrite/rewrite.py: admitted span
+loops become `Gang`s, sized by lane_rewrite/gang_size.py, verified) and emits C with the same `CModule` /
 `CFunction` and ABI as `emit_c.scalar` (emit_c/__init__.py), so the host
 binds either the same way.  Everything outside a Gang is the scalar
 emitter's (`scalar._ModuleEmitter` / `_FunctionEmitter`, subclassed here);
@@ -67,7 +67,8 @@ from nupp.emit_c.lane_helpers import lane_form, lanes_helper
 from nupp.emit_c.lane_memory import LaneMemory
 from nupp.emit_c.lane_vectors import BLEND, ELEMENTS, LANE, SHORT, SIZES
 from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter
-from nupp.lane_rewrite.rewrite import GANG_SIZES, is_varying, rewrite_lanes
+from nupp.errors import InternalError
+from nupp.scalar_ir.lanes import GANG_SIZES, is_varying
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
 from nupp.scalar_ir.walk import breaks_leaving, fails_itself, own_exprs, raises, statements
@@ -150,14 +151,22 @@ def _binary32_operands(e: ir.Op) -> Optional[tuple]:
     return tuple(out) if not all(isinstance(a, ir.Const) for a in out) else None
 
 
-def emit_lane_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_", gang: int = 8) -> CModule:
-    """The lane C of a (scalar IR) module: its span loops the lane rewrite admits
-    run in gangs of `gang` (4, 8 or 16) iterations with an n mod G scalar tail."""
-    return _LaneModuleEmitter(rewrite_lanes(module, gang), path, symbol_prefix, gang).emit()
+def emit_lane_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_") -> CModule:
+    """The lane C of a lane IR module (rewritten and sized, verified): each Gang
+    runs in gangs of its size (4, 8 or 16) with an n mod G scalar tail."""
+    return _LaneModuleEmitter(module, path, symbol_prefix, _gang_size(module)).emit()
+
+
+def _gang_size(module: ir.Module) -> Optional[int]:
+    """The one size of the module's Gangs (None: it has none)."""
+    sizes = {s.size for fn in module.functions for s in statements(fn.body) if isinstance(s, ir.Gang)}
+    if None in sizes or len(sizes) > 1:
+        raise InternalError("emit_c", f"lane C needs every gang of one size, not {sorted(sizes, key=str)}")
+    return next(iter(sizes), None)
 
 
 class _LaneModuleEmitter(_ModuleEmitter):
-    def __init__(self, module: ir.Module, path: str, symbol_prefix: str, gang: int):
+    def __init__(self, module: ir.Module, path: str, symbol_prefix: str, gang: Optional[int]):
         super().__init__(module, path, symbol_prefix)
         self.gang = gang
         self.vector_types: set[str] = set()   # element C types whose vector is used
@@ -200,9 +209,9 @@ class _LaneModuleEmitter(_ModuleEmitter):
         return CModule(source, result.functions, result.cdef, result.errors)
 
     def banner(self) -> str:
+        gangs = f"gangs of {self.gang}" if self.gang else "no loop in gangs"
         return super().banner().replace(
-            "the scalar C of its @aot functions.",
-            f"the lane C (gangs of {self.gang}) of its @aot functions.", 1)
+            "the scalar C of its @aot functions.", f"the lane C ({gangs}) of its @aot functions.", 1)
 
     def function_emitter(self, fn: ir.Function):
         return _LaneFunctionEmitter(self, fn)

@@ -51,11 +51,11 @@ from typing import Optional
 from nupp.emit_c.helpers import (
     C_OPS, FIELD_C_TYPES, Rendering, c_const, c_type, closure, const_headers,
 )
+from nupp.errors import InternalError
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width
 from nupp.scalar_ir.walk import breaks_leaving, fails_itself, raises
-from nupp.verifier import check as verify
 
 INDENT = "    "
 STATUS_T = "int32_t"
@@ -83,8 +83,8 @@ def emit_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_") -> C
     """The scalar C of a module; `path` is the source's display path, the
     prefix of every error text (`kernels.nupp:18: length mismatch`).  Exported
     symbols are `symbol_prefix + name`: LuaJIT's ffi.cdef has one namespace
-    per state, so a host loading several modules gives each its own prefix."""
-    verify(module, "emit_c")
+    per state, so a host loading several modules gives each its own prefix.
+    `module` is verified (the pipeline's verifier ran after its last stage)."""
     return _ModuleEmitter(module, path, symbol_prefix).emit()
 
 
@@ -434,7 +434,11 @@ class _FunctionEmitter:
 
     # ---- statements
     def stmt(self, s) -> None:
-        getattr(self, "stmt_" + type(s).__name__)(s)
+        rule = getattr(self, "stmt_" + type(s).__name__, None)
+        if rule is None:  # e.g. a Gang handed to the scalar emitter: the pipeline's bug
+            raise InternalError("emit_c", f"{type(self).__name__} has no rule for a {type(s).__name__} "
+                                          f"statement (at {s.loc})")
+        rule(s)
 
     def stmt_Let(self, s: ir.Let) -> None:
         value = self.expr(s.value) if s.value is not None else "0"  # set before any read

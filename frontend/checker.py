@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterator, Optional
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import Diagnostic, NuppError, Source
+from nupp.errors import Diagnostic, NuppError, Source
 from nupp.frontend.literals import read_numeral, string_value
 from nupp.frontend.types import SPAN_KINDS
 from nupp.frontend.validate import validation_diagnostics

@@ -23,7 +23,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 from lark.lexer import Lexer
 
-from nupp.frontend.diagnostics import line_breaks
+from nupp.errors import line_breaks
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # tried before any operator, in this order: what the operators must not cut short

@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from nupp.frontend.diagnostics import LINE_BREAK
+from nupp.errors import LINE_BREAK
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ Two limits, each refused with a diagnostic where it is first exceeded:
   `nupp check` says so too);
 * nupp's: a tree deeper than MAX_TREE_DEPTH, which only a chain LuaJIT
   parses without nesting can build (`1 + 1 + ...`, `a.b.b.b...`, `f()()()...`).
-  Every later stage recurses over trees; `nupp.pipeline.with_deep_stack`
+  Every later stage recurses over trees; `nupp.deep_stack.with_deep_stack`
   gives them room for this depth.
 
 LuaJIT's parser (lj_parse.c) counts *syntax levels*: one for each block it
@@ -30,7 +30,7 @@ is measured without recursion.
 from __future__ import annotations
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import Source, error_at
+from nupp.errors import Source, error_at
 
 LJ_MAX_XLEVEL = 200  # lj_def.h: the first level LuaJIT refuses
 MAX_TREE_DEPTH = 20_000  # nodes from the chunk down to the deepest leaf

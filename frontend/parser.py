@@ -18,7 +18,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import NuppError, Source, error_at, line_breaks
+from nupp.errors import NuppError, Source, error_at, line_breaks
 from nupp.frontend.lexer import NuppLexer
 from nupp.frontend.literals import StringLiteralError, decode_string, is_numeral
 from nupp.frontend.syntax_errors import describe_syntax_error
@@ -46,25 +46,11 @@ def _grammar_cache() -> str | bool:
 
 def parse(source: Source) -> ast.Chunk:
     """Parse a whole source file; raise NuppError with a diagnostic on bad syntax."""
-    return _parse(source)
-
-
-def forget_trees() -> None:
-    """Drop the kept tree: translating a module is its last use."""
-    _parse.cache_clear()
-
-
-@lru_cache(maxsize=1)
-def _parse(source: Source) -> ast.Chunk:
-    # The tree is immutable, and a module is parsed both to compile its @aot
-    # functions and then to translate it: the second parse is free.  Only the
-    # last module's tree is kept (a large one is a million objects), and
-    # only until it is translated (`forget_trees`).
     text = lua_text(source.text)
     try:
         chunk = _lark().parse(text)
     except UnexpectedInput as err:
-        raise describe_syntax_error(source, text, err) from None
+        raise describe_syntax_error(source, text, err, _lark()) from None
     except _Refusal as refusal:
         raise refusal.diagnostic(source) from None
     check_nesting(source, chunk)

@@ -15,7 +15,7 @@ the writer adds only those that precedence requires.
 from __future__ import annotations
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import line_breaks
+from nupp.errors import line_breaks
 from nupp.frontend.ast import BINARY_PRECEDENCE, RIGHT_ASSOCIATIVE, UNARY_PRECEDENCE
 
 ATOM = 15  # literals, names, calls, parenthesized expressions
@@ -512,7 +512,7 @@ class LuaWriter(Writer):
         pass
 
     def unsupported(self, node) -> None:
-        from nupp.frontend.diagnostics import InternalError
+        from nupp.errors import InternalError
         raise InternalError("to_lua", f"{type(node).__name__} reached the Lua writer untranslated")
 
     stat_StructDecl = stat_SwitchStat = expr_Switch = unsupported

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-from lark import Token
+from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from nupp.frontend.diagnostics import LINE_BREAK, NuppError, Source, error_at
+from nupp.errors import LINE_BREAK, NuppError, Source, error_at
 
 # Terminals that can begin an expression.
 EXPRESSION_STARTS = {"NAME", "NUMBER", "STRING", "LONG_STRING", "LPAR", "LBRACE", "FUNCTION",
@@ -50,7 +50,8 @@ WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 LONG_BRACKET = re.compile(r"\[=*\[")
 
 
-def describe_syntax_error(source: Source, text: str, err: UnexpectedInput) -> NuppError:
+def describe_syntax_error(source: Source, text: str, err: UnexpectedInput, lark: Lark) -> NuppError:
+    """`lark`: the parser that failed (it knows its terminals, and lexes to find an unclosed block)."""
     if isinstance(err, UnexpectedCharacters):
         return _bad_character(source, text, err.pos_in_stream, err.line, err.column)
     token = getattr(err, "token", None)
@@ -66,7 +67,7 @@ def describe_syntax_error(source: Source, text: str, err: UnexpectedInput) -> Nu
         if "unfinished" in lexical.diagnostics[0].message:
             return lexical
     if isinstance(err, (UnexpectedToken, UnexpectedEOF)):
-        return _bad_token(source, text, err)
+        return _bad_token(source, text, err, lark)
     return error_at(source, getattr(err, "line", 1), getattr(err, "column", 1), "syntax error")
 
 
@@ -90,7 +91,7 @@ def _bad_character(source: Source, text: str, pos: int, line: int, col: int) -> 
     return error_at(source, line, col, f"unexpected symbol '{shown}'")
 
 
-def _bad_token(source: Source, text: str, err) -> NuppError:
+def _bad_token(source: Source, text: str, err, lark: Lark) -> NuppError:
     token = getattr(err, "token", None)
     at_eof = token is None or token.type == "$END"
     line, col = (_eof_position(text) if at_eof else (token.line, token.column))
@@ -109,7 +110,7 @@ def _bad_token(source: Source, text: str, err) -> NuppError:
                         "use '==' to compare; '=' is assignment")
     block_must_end = not expected & (STATEMENT_STARTS | OPERAND_STARTS)  # e.g. after `return x`
     closes = at_eof or token.type in BLOCK_ENDS or block_must_end
-    opener = _unclosed_opener(text if at_eof else text[:token.start_pos]) if closes else None
+    opener = _unclosed_opener(text if at_eof else text[:token.start_pos], lark) if closes else None
     if not at_eof and token.type in BLOCK_ENDS and "$END" in expected and opener is None:
         return error_at(source, line, col, f"end of file expected near {near}",
                         f"no block is open here for this '{token}' to close: one '{token}' too many?")
@@ -120,7 +121,7 @@ def _bad_token(source: Source, text: str, err) -> NuppError:
             return error_at(source, line, col,
                             f"'{closer}' expected (to close '{word}' at line {opened_at}) near {near}",
                             f"every '{word}' needs a matching '{closer}'")
-    phrase = _expected_phrase(expected)
+    phrase = _expected_phrase(expected, lark)
     if phrase:
         return error_at(source, line, col, f"{phrase} expected near {near}")
     return error_at(source, line, col, f"unexpected symbol near {near}")
@@ -154,7 +155,7 @@ def _eof_position(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-def _expected_phrase(expected: set[str]) -> str | None:
+def _expected_phrase(expected: set[str], lark: Lark) -> str | None:
     """What the parser lacks, in words, or None when it could take too many things to say."""
     if expected & OPERAND_STARTS:
         return "an expression"
@@ -162,28 +163,27 @@ def _expected_phrase(expected: set[str]) -> str | None:
         return "function arguments"
     if expected & AFTER_OPERAND and expected - CONTINUATIONS:
         expected = expected - CONTINUATIONS
-    words = sorted({_terminal_words(name) for name in expected})
+    words = sorted({_terminal_words(name, lark) for name in expected})
     if not words or len(words) > 4:
         return None
     return " or ".join(words)
 
 
-def _terminal_words(name: str) -> str:
+def _terminal_words(name: str, lark: Lark) -> str:
     if name in REGEX_TERMINAL_WORDS:
         return REGEX_TERMINAL_WORDS[name]
-    from nupp.frontend.parser import _lark  # the one parser instance knows its terminals
     try:
-        pattern = _lark().get_terminal(name).pattern
+        pattern = lark.get_terminal(name).pattern
     except KeyError:
         return name.lower()
     return f"'{pattern.value}'" if pattern.type == "str" else name.lower()
 
 
-def _unclosed_opener(text: str) -> tuple[str, int] | None:
+def _unclosed_opener(text: str, lark: Lark) -> tuple[str, int] | None:
     """The innermost block opener left open at the end of `text`, with its line."""
     stack: list[tuple[str, int]] = []
     do_owned = 0
-    for word, line in _keywords(text):
+    for word, line in _keywords(text, lark):
         if word in DO_OWNERS:
             stack.append((word, line))
             do_owned += 1
@@ -196,11 +196,10 @@ def _unclosed_opener(text: str) -> tuple[str, int] | None:
     return stack[-1] if stack else None
 
 
-def _keywords(text: str):
+def _keywords(text: str, lark: Lark):
     """Keywords of `text` outside strings and comments, with their line numbers."""
-    from nupp.frontend.parser import _lark
     try:
-        for tok in _lark().lex(text, dont_ignore=False):
+        for tok in lark.lex(text, dont_ignore=False):
             if tok.type in ("NAME",) or not WORD.fullmatch(str(tok)):
                 continue
             yield str(tok), tok.line

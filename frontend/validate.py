@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import is_dataclass
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import Diagnostic, NuppError, Source
+from nupp.errors import Diagnostic, NuppError, Source
 from nupp.frontend.types import (ATTRIBUTE_KEYS, RESERVED_PREFIX, SCALAR_TYPES, SPAN_KINDS,
                                  STORAGE_TYPES, lua_type_pattern_names)
 

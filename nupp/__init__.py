@@ -10,8 +10,7 @@ argument, a failed assert), ``nupp.NuppEnvironmentError`` (no usable cache
 folder or C compiler; the message names the fix).
 """
 
-__version__ = "0.1.0"
-
+from nupp.version import __version__  # noqa: F401
 from nupp.paths import NuppEnvironmentError  # noqa: E402  (light: the API's heavy imports wait for load)
 
 
@@ -27,6 +26,6 @@ def __getattr__(name: str):
         from nupp.runtime.api import NuppRuntimeError
         return NuppRuntimeError
     if name == "NuppError":
-        from nupp.frontend.diagnostics import NuppError
+        from nupp.errors import NuppError
         return NuppError
     raise AttributeError(f"module 'nupp' has no attribute '{name}'")

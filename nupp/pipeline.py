@@ -1,162 +1,215 @@
 """The compiler's pipeline, every stage in order, in one place.
 
-    source --lower--> scalar IR --fold--> scalar IR --lanes--> lane IR
-            (parse, validate, check; verified)   (verified)          (verified)
+    source --lower--> scalar IR --fold--> scalar IR --lanes--> lane IR --size G--> lane IR at G
+           (parse, validate, check)      (verified)           (verified)          (verified)
 
-Each stage is a function from IR to IR and the verifier runs after each
-(a verifier failure is a compiler bug and says which rule broke where).
-The scalar stages end at `fold`: scalar C and the interpreter start there.
-`lanes` (lane_rewrite/rewrite.py) runs only for lane C (emit_c/lane.py runs
-it itself, at the gang it emits) or when asked for by name.
-`nupp emit --ir --after STAGE` shows the IR after any of them (`lanes`: at
-gang 8).
+`compile_for_host` is the whole of it for one module, as the host runs it
+(`nupp run`, `require`, the Python API); the CLI's `check` and `emit` and the
+tests run the same stage functions.  The front end runs once per module and
+feeds both the Lua writer and the IR; the verifier runs after every stage
+and nowhere else (a verifier failure is a compiler bug and says which rule
+broke where); lane IR is made once per module and sized once per gang.
+Backends (emit_c/, registered in targets/backends.py) only emit, and
+targets (targets/) only compile and link.
 
-Every stage walks trees recursively, and a legal program can nest deeply: a
-left-associative chain of thousands of `+` is one LuaJIT accepts, and the
-front end admits trees up to `frontend.nesting.MAX_TREE_DEPTH` deep.  The
-compiler's entry points (`compile_module`, `frontend.to_lua.translate`, and
-the emitters' callers) therefore run `with_deep_stack`.
+Every stage walks trees recursively and a legal program can nest deeply, so
+the entry points here run `with_deep_stack` (nupp/deep_stack.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import gc
-import sys
-import threading
-from typing import Callable
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
 
-from nupp.frontend.diagnostics import Source
+from nupp.deep_stack import compiling, with_deep_stack
+from nupp.emit_lua.to_lua import NativeModule, check_loads, write_lua
+from nupp.errors import Source, source_bytes
+from nupp.frontend.lower import FrontEnd, lower
+from nupp.lane_rewrite.gang_size import size_gangs
+from nupp.lane_rewrite.rewrite import rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import fold_module
-from nupp.scalar_ir.lower import lower
+from nupp.targets.backends import backend_named
+from nupp.targets.tiers import TierBuild, TieredModule, check_pins, choose_tier, tiered_library, tiers_to_build
+from nupp.targets.toolchain import build_library, build_units, find_toolchain
 from nupp.verifier import check as verify
 
-# The IR-to-IR passes after lowering, in order.
-PASSES: tuple[tuple[str, Callable[[ir.Module], ir.Module]], ...] = (
-    ("fold", fold_module),
-)
-LANES = "lanes"
-STAGES = ("lower",) + tuple(name for name, _ in PASSES) + (LANES,)
+STAGES = ("lower", "fold", "lanes")
+MODES = ("interp", "scalar", "lane")  # how @aot functions run: their IR as Lua, scalar C, lane C
+NATIVE_MODES = ("scalar", "lane")
 
 
-# ---- running the compiler on deep trees ------------------------------------------
+# ---- the stages ---------------------------------------------------------------------
 
-# The recursion limit admits a tree of MAX_TREE_DEPTH with a dozen Python frames
-# per level; the stack holds that many frames at 2 KiB each (a frame called from
-# C costs well under 1 KiB of C stack; one called from Python almost none).
-DEEP_RECURSION_LIMIT = 250_000
-DEEP_STACK_BYTES = 512 * 1024 * 1024
-
-_deep = threading.local()     # marks the threads that _run_deep starts
-_settings_lock = threading.Lock()
-_settings_users = 0
-_saved_settings: tuple[int, bool] = (0, False)
+def scalar_ir(front: FrontEnd) -> ir.Module:
+    """The verified, folded scalar IR of a module: what every execution starts from."""
+    verify(front.module, "lower")
+    module = fold_module(front.module)
+    verify(module, "fold")
+    return module
 
 
-def with_deep_stack(fn):
-    """Run `fn` in a thread with a deep stack and a raised recursion limit,
-    the cyclic garbage collector paused (the compiler's trees are acyclic;
-    collecting while a large program's million nodes are built costs a third
-    of the front end's time).  The caller waits; what `fn` returns or raises
-    comes back.  A call from inside such a thread runs directly."""
-
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        if getattr(_deep, "active", False):
-            return fn(*args, **kwargs)
-        return _run_deep(functools.partial(fn, *args, **kwargs))
-
-    return run
+def lane_ir(module: ir.Module) -> ir.Module:
+    """The lane IR of verified scalar IR: admitted span loops become (unsized) Gangs."""
+    lanes = rewrite_lanes(module)
+    verify(lanes, "lanes", lane_ir=True)
+    return lanes
 
 
-def _run_deep(work: Callable):
-    outcome: dict = {}
-
-    def body():
-        _deep.active = True
-        try:
-            outcome["value"] = work()
-        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
-            outcome["error"] = err
-
-    with compiling():
-        thread = _start_thread(body)
-        if thread is None:  # no thread to be had: the caller's own stack will have to do
-            body()
-        else:
-            thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-def _start_thread(body: Callable) -> threading.Thread | None:
-    try:
-        previous = threading.stack_size(DEEP_STACK_BYTES)
-    except (ValueError, RuntimeError):  # a platform that cannot size stacks
-        return None
-    try:
-        # a daemon: an interrupted caller (Ctrl-C) does not wait for it
-        thread = threading.Thread(target=body, name="nupp-compiler", daemon=True)
-        thread.start()
-        return thread
-    except RuntimeError:
-        return None
-    finally:
-        threading.stack_size(previous)
-
-
-@contextlib.contextmanager
-def compiling():
-    """While compiling: the recursion limit raised and the cyclic garbage
-    collector paused.  A caller that runs several steps on one module (compile
-    its @aot functions, then translate it) holds this around all of them, so
-    the collector does not walk the module's tree between the steps."""
-    _enter_deep_settings()
-    try:
-        yield
-    finally:
-        _leave_deep_settings()
-
-
-def _enter_deep_settings() -> None:
-    global _settings_users, _saved_settings
-    with _settings_lock:
-        if _settings_users == 0:
-            _saved_settings = (sys.getrecursionlimit(), gc.isenabled())
-            sys.setrecursionlimit(max(_saved_settings[0], DEEP_RECURSION_LIMIT))
-            gc.disable()
-        _settings_users += 1
-
-
-def _leave_deep_settings() -> None:
-    global _settings_users
-    with _settings_lock:
-        _settings_users -= 1
-        if _settings_users == 0:
-            limit, collecting = _saved_settings
-            sys.setrecursionlimit(limit)
-            if collecting:
-                gc.enable()
+def sized(lanes: ir.Module, gang: int) -> ir.Module:
+    """Lane IR with every Gang of size `gang`: what lane C is emitted from."""
+    module = size_gangs(lanes, gang)
+    verify(module, f"gang size {gang}", lane_ir=True)
+    return module
 
 
 @with_deep_stack
 def compile_module(source: Source, after: str | None = None, gang: int = 8) -> ir.Module:
-    """Run the pipeline on a module, stopping after stage `after` (default: the
-    last scalar stage; "lanes": the lane IR at `gang`)."""
+    """The IR of a module after stage `after` (default: fold, the last scalar
+    stage; "lanes": the lane IR at `gang`), for `nupp emit --ir` and tests."""
     if after is not None and after not in STAGES:
         raise ValueError(f"unknown stage '{after}' (stages: {', '.join(STAGES)})")
-    module = lower(source)  # verified inside
+    front = lower(source)
     if after == "lower":
-        return module
-    for name, run in PASSES:
-        module = run(module)
-        verify(module, name)
-        if after == name:
-            break
-    if after == LANES:
-        from nupp.lane_rewrite.rewrite import rewrite_lanes
-        module = rewrite_lanes(module, gang)  # verified inside
-    return module
+        verify(front.module, "lower")
+        return front.module
+    module = scalar_ir(front)
+    return sized(lane_ir(module), gang) if after == "lanes" else module
+
+
+@with_deep_stack
+def translate(source: Source, native: NativeModule | None = None) -> str:
+    """The Lua of a module, its @aot functions running their IR as Lua (or the
+    library `native` describes): `nupp emit --lua`."""
+    front = lower(source)
+    return write_lua(front, scalar_ir(front), native)
+
+
+def translate_text(text: str, path: str = "<string>") -> str:
+    return translate(Source(path, text))
+
+
+@with_deep_stack
+def check(source: Source) -> None:
+    """`nupp check`: every diagnostic of the module, and what LuaJIT's loader
+    would refuse in its translation; NuppError if there is any."""
+    front = lower(source)
+    check_loads(source, write_lua(front, scalar_ir(front)))
+
+
+# ---- a module as the host runs it -------------------------------------------------------
+
+@dataclass(frozen=True)
+class Request:
+    """How a module's @aot functions are to run: `mode` (MODES), the C compiler,
+    and for lane code a pinned gang and tier (None: each tier's own, the best
+    tier this CPU runs)."""
+
+    mode: str = "interp"
+    cc: str = "gcc"
+    gang: Optional[int] = None
+    tier: Optional[str] = None
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode '{self.mode}' (modes: {', '.join(MODES)})")
+        if self.mode == "lane":
+            check_pins(self.gang, self.tier)
+
+
+# The index (in targets.tiers.TIERS) of the best tier a tiered library says this CPU
+# runs: (library, the dispatcher's cdef, its symbol) -> index.  The host asks the
+# library itself, through LuaJIT's FFI.
+CpuTier = Callable[[Path, str, str], int]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A module compiled for the host: its Lua, and the library its @aot functions run from."""
+
+    lua: str
+    native: Optional[NativeModule]
+
+
+def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None = None) -> Compiled:
+    """The pipeline for one module, from source to what the host loads.  The
+    stages run on a deep stack (nupp/deep_stack.py); `cpu_tier` runs on the
+    caller's thread, which may hold the LuaJIT state it calls into."""
+    with compiling():  # one pause of the garbage collector for every step
+        front, module, library = with_deep_stack(_compile_native)(source, request)
+        native = library.bind(cpu_tier, request) if library is not None else None
+        return Compiled(with_deep_stack(write_lua)(front, module, native), native)
+
+
+def _compile_native(source: Source, request: Request):
+    front = lower(source)                            # parse, validate, check: once per module
+    module = scalar_ir(front)                        # verified after lowering and after fold
+    library = native_library(module, source, request)  # the @aot functions' library, built (None: interp)
+    return front, module, library
+
+
+@dataclass(frozen=True)
+class Library:
+    """A built library of a module's @aot functions, before the host binds it:
+    one build (scalar C), or a build per tier and the dispatcher that picks one."""
+
+    path: Path
+    builds: tuple  # of TierBuild; for scalar C one with tier None
+    tiered: Optional[TieredModule] = None
+
+    def bind(self, cpu_tier: CpuTier | None, request: Request) -> NativeModule:
+        """What the host binds: the build this CPU runs (the pinned tier, else the best)."""
+        if self.tiered is None:
+            c_module, mode = self.builds[0].c_module, "scalar"
+        else:
+            if cpu_tier is None:
+                raise ValueError("a tiered library needs cpu_tier to pick the tier this CPU runs")
+            index = cpu_tier(self.path, self.tiered.cpu_tier_cdef, self.tiered.cpu_tier_symbol)
+            build = choose_tier(self.builds, index, request.tier)
+            c_module, mode = build.c_module, build.mode
+        return NativeModule(str(self.path), c_module.cdef, c_module.errors,
+                            {f.name: (f.symbol, f.result) for f in c_module.functions}, mode)
+
+
+def native_library(module: ir.Module, source: Source, request: Request) -> Library | None:
+    """The compiled library of a module's @aot functions in the request's mode
+    (None: interp, or no @aot functions)."""
+    if request.mode not in NATIVE_MODES or not module.functions:
+        return None
+    # a prefix per module: LuaJIT's C namespace is shared by every module of a state
+    prefix = "nupp_" + hashlib.sha256(source_bytes(f"{source.path}\0{source.text}")).hexdigest()[:10] + "_"
+    toolchain = find_toolchain(request.cc)
+    if request.mode == "scalar":
+        c_module = backend_named("c").emit(module, source.path, prefix)
+        return Library(build_library(c_module.source, toolchain, source.path), (TierBuild(None, None, c_module),))
+    builds = tier_builds(module, source.path, prefix, request.gang, request.tier)
+    tiered = tiered_library(builds, prefix)
+    return Library(build_units(tiered.units, toolchain, source.path), builds, tiered)
+
+
+def tier_builds(module: ir.Module, path: str, prefix: str, gang: int | None = None,
+                tier: str | None = None) -> tuple[TierBuild, ...]:
+    """Each tier's C (the pinned tier, else every one) at `gang`, else the tier's
+    own: the lane C of the lane IR sized to it, or the scalar C where the tier
+    runs no gangs.  The rewrite runs once; each gang's IR is sized once."""
+    lanes = lane_ir(module)
+    at_gang: dict[int, ir.Module] = {}
+    builds = []
+    for t in tiers_to_build(tier):
+        g = gang or t.gang_for(lanes)
+        symbols = f"{prefix}{t.name}_"
+        if g is None:
+            c_module = backend_named("c").emit(module, path, symbols)
+        else:
+            if g not in at_gang:
+                at_gang[g] = sized(lanes, g)
+            c_module = backend_named("lane-c").emit(at_gang[g], path, symbols)
+        builds.append(TierBuild(t, g, c_module))
+    return tuple(builds)
+
+
+def lanes_at(module: ir.Module, gang: int) -> ir.Module:
+    """The lane IR of verified scalar IR, sized to `gang`."""
+    return sized(lane_ir(module), gang)

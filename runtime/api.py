@@ -27,7 +27,7 @@ import numpy as np
 
 from lupa import luajit21
 
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.runtime.host import Host, LuaRunError, display_path
 
 # struct field storage -> NumPy scalar type (native byte order, as the C layout)
@@ -67,10 +67,10 @@ class NuppModule:
         self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc, gang=gang, tier=tier)
         lua = self._host.lua
         source = Source.from_file(display_path(path))
-        native = self._host.native_for(source)
+        compiled = self._host.compile(source)
         # how the @aot functions run: "interp", "scalar" or lane<gang>-<tier> (nupp.executions' name)
-        self.execution = native.mode if native is not None else "interp"
-        exports = _exports_of(self._host, source, native)
+        self.execution = compiled.native.mode if compiled.native is not None else "interp"
+        exports = _exports_of(self._host, source, compiled)
         internals = self._host.internals
         self._call = lua.eval(_CALL)
         self._span_for = internals.mem.span_at
@@ -160,10 +160,10 @@ def _span_array_problem(array: np.ndarray, dtype: np.dtype, struct: str) -> str 
     return None
 
 
-def _exports_of(host: Host, source: Source, native):
+def _exports_of(host: Host, source: Source, compiled):
     """The table a module returns (NuppRuntimeError if it raises or returns something else)."""
     try:
-        exports = host.load_module(source, native)
+        exports = host.load_module(source, compiled)
     except LuaRunError as err:
         raise NuppRuntimeError(err.message) from None
     if luajit21.lua_type(exports) != "table":
@@ -190,7 +190,7 @@ def load(path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None
          tier: str | None = None) -> NuppModule:
     """Load a .nupp module for calls from Python.  Mode "lane" (the default)
     runs span loops in SIMD gangs where the lane rewrite applies, at `tier`
-    (else the best this CPU runs; emit_c/tiers.py) and `gang` (4, 8 or 16, else
+    (else the best this CPU runs; targets/tiers.py) and `gang` (4, 8 or 16, else
     the tier's own); "scalar" is the plain compiled C, "interp" ordinary Nupp.
     A tier this CPU cannot run raises TierError (a ValueError), an option of
     the wrong type TypeError."""

@@ -29,16 +29,16 @@ import sys
 from pathlib import Path
 
 import nupp
-from nupp.frontend.diagnostics import Diagnostic, InternalError, NuppError, Source
-from nupp.frontend.to_lua import check_loads, translate
-from nupp.pipeline import STAGES, compile_module, with_deep_stack
-from nupp.emit_c.lane import GANGS
-from nupp.emit_c.tiers import TIER_NAMES, TierError
+from nupp.deep_stack import with_deep_stack
+from nupp.errors import Diagnostic, InternalError, NuppError, Source
 from nupp.paths import NuppEnvironmentError
-from nupp.runtime.host import LUA_DIR, MODES, Host, LuaRunError, display_path
+from nupp.pipeline import MODES, STAGES, check, compile_module, lane_ir, sized, translate
+from nupp.runtime.host import LUA_DIR, Host, LuaRunError, display_path
+from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.scalar_ir.text import print_module
+from nupp.targets.tiers import TIER_NAMES, TierError
 
-GANG_CHOICES = tuple(map(str, GANGS))
+GANG_CHOICES = tuple(map(str, GANG_SIZES))
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 70, 130, 141
 
 
@@ -265,9 +265,7 @@ def _words_before_script(args) -> list[str]:
 
 
 def cmd_check(args) -> int:
-    source = _read_source(args.file)
-    compile_module(source)
-    check_loads(source)  # what LuaJIT refuses only when it loads the translation
+    check(_read_source(args.file))
     return EXIT_OK
 
 
@@ -281,7 +279,7 @@ def cmd_emit(args) -> int:
         _write_output(print_module(compile_module(source, after=args.after, gang=gang)))
     elif args.c and args.gang:
         from nupp.emit_c.lane import emit_lane_module
-        _write_output(emit_lane_module(compile_module(source), source.path, gang=gang).source)
+        _write_output(emit_lane_module(sized(lane_ir(compile_module(source)), gang), source.path).source)
     elif args.c:
         from nupp.emit_c.scalar import emit_module
         _write_output(emit_module(compile_module(source), source.path).source)

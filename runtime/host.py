@@ -7,16 +7,14 @@ module: `require` caches), and turns Lua errors into diagnostics.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from lupa import luajit21
 
-from nupp.frontend.diagnostics import Source, source_bytes
-from nupp.frontend.to_lua import NativeModule, translate
-from nupp.pipeline import compiling
+from nupp.errors import Source, source_bytes
+from nupp.pipeline import MODES, Compiled, Request, compile_for_host
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
@@ -80,25 +78,18 @@ end
 """
 
 
-MODES = ("interp", "scalar", "lane")
-NATIVE_MODES = ("scalar", "lane")
-
-
 class Host:
     """A Nupp program's world: a LuaJIT state, its module search path, and how
-    `@aot` functions run: "interp" (their IR as Lua), "scalar" (compiled C) or
-    "lane" (compiled C with simple span loops in SIMD gangs, emit_c/lane.py, in
-    a library carrying every feature tier, emit_c/tiers.py).  In lane mode
+    `@aot` functions run (the pipeline's Request, nupp/pipeline.py): "interp"
+    (their IR as Lua), "scalar" (compiled C) or "lane" (compiled C with simple
+    span loops in SIMD gangs, emit_c/lane.py, in a library carrying every
+    feature tier, targets/tiers.py).  In lane mode
     `tier` pins a tier (else the best this CPU runs) and `gang` the gang of
     every tier (else the tier's own); other modes ignore both."""
 
     def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc",
                  gang: int | None = None, tier: str | None = None):
-        if mode not in MODES:
-            raise ValueError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
-        if mode == "lane":
-            from nupp.emit_c.tiers import check_pins
-            check_pins(gang, tier)
+        self.request = Request(mode, cc, gang, tier)  # refuses a bad mode, gang or tier
         self.lua = new_lua_runtime()
         self.mode = mode
         self.cc = cc
@@ -124,57 +115,25 @@ class Host:
         words = (*command, source.path, *args)
         self.lua.globals()["arg"] = self.lua.table_from(
             {i - len(command): lua_bytes(word) for i, word in enumerate(words)})
-        self._run(self.translate(source), "@" + source.path, args, translated=True)
+        self._run(self.compile(source).lua, "@" + source.path, args, translated=True)
 
-    def translate(self, source: Source, native: NativeModule | None = None) -> str:
-        """The Lua for a module in this host's mode (compiling its @aot functions if native,
-        unless `native` is their library already)."""
-        with compiling():  # one pause of the garbage collector for both steps
-            return translate(source, native or self.native_for(source))
+    def compile(self, source: Source) -> Compiled:
+        """A module through the pipeline in this host's mode: its Lua, and its
+        @aot functions' library when native (built, or from the cache)."""
+        return compile_for_host(source, self.request, self._cpu_tier)
 
-    def native_for(self, source: Source) -> NativeModule | None:
-        """The library a module's @aot functions run from in this host's mode (None: as Nupp)."""
-        return self.native_module(source) if self.mode in NATIVE_MODES else None
-
-    def native_module(self, source: Source) -> NativeModule | None:
-        """The compiled library of a module's @aot functions (None if it has none)."""
-        from nupp.emit_c.scalar import emit_module
-        from nupp.pipeline import compile_module, with_deep_stack
-        from nupp.runtime.native import build_library, find_toolchain
-
-        module = compile_module(source)
-        if not module.functions:
-            return None
-        # a prefix per module: LuaJIT's C namespace is shared by every module of the state
-        prefix = "nupp_" + hashlib.sha256(source_bytes(f"{source.path}\0{source.text}")).hexdigest()[:10] + "_"
-        if self.mode == "lane":
-            library, build = self._lane_library(module, source.path, prefix)
-            c_module, mode = build.c_module, build.mode
-        else:
-            c_module, mode = with_deep_stack(emit_module)(module, source.path, prefix), self.mode
-            library = build_library(c_module.source, find_toolchain(self.cc), source.path)
-        return NativeModule(str(library), c_module.cdef, c_module.errors,
-                            {f.name: (f.symbol, f.result) for f in c_module.functions}, mode)
-
-    def _lane_library(self, module, path: str, prefix: str):
-        """A module's tiered lane library and the tier this host runs from it: the
-        pinned one, else the best the library's dispatcher says this CPU runs."""
-        from nupp.emit_c.tiers import choose_tier, tiered_module
-        from nupp.pipeline import with_deep_stack
-        from nupp.runtime.native import build_units, find_toolchain
-
-        tiered = with_deep_stack(tiered_module)(module, path, prefix, self.gang, self.tier)
-        library = build_units(tiered.units, find_toolchain(self.cc), path)
-        cpu_tier = self.internals.native.cpu_tier(str(library), tiered.cpu_tier_cdef, tiered.cpu_tier_symbol)
-        return library, choose_tier(tiered.builds, int(cpu_tier), self.tier)
+    def _cpu_tier(self, library: Path, cdef: str, symbol: str) -> int:
+        """The best tier this CPU runs, as the tiered library's dispatcher says."""
+        return int(self.internals.native.cpu_tier(str(library), cdef, symbol))
 
     def run_lua(self, text: str, chunkname: str = "=lua", args: tuple = ()) -> None:
         """Run plain Lua (no translation), e.g. as an oracle for the translator."""
         self._run(text, chunkname, args, translated=False)
 
-    def load_module(self, source: Source, native: NativeModule | None = None):
-        """Run a module as `require` would; the value it returns."""
-        return self._run(self.translate(source, native), "@" + source.path, (), translated=True)
+    def load_module(self, source: Source, compiled: Compiled | None = None):
+        """Run a module as `require` would (compiled already, or now); the value it returns."""
+        lua = (compiled or self.compile(source)).lua
+        return self._run(lua, "@" + source.path, (), translated=True)
 
     def _run(self, lua_text: str, chunkname: str, args: tuple, translated: bool):
         """Run a chunk; its first result.  A Lua error raises LuaRunError, a
@@ -238,7 +197,7 @@ class Host:
         if path.suffix == ".lua":
             return path.read_bytes(), chunkname, False  # Lua source is bytes
         try:
-            return source_bytes(self.translate(Source.from_file(display_path(path)))), chunkname, True
+            return source_bytes(self.compile(Source.from_file(display_path(path))).lua), chunkname, True
         except Exception as err:  # noqa: BLE001 - re-raised whole once Lua unwinds
             # Keep the diagnostics whole for the user; Lua only learns that it failed.
             self.module_error = err

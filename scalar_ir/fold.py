@@ -45,7 +45,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable
 
-from nupp.frontend.diagnostics import InternalError
+from nupp.errors import InternalError
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import COMPARISONS, INT_WIDTHS, OPS, SHORT_CIRCUIT
 from nupp.scalar_ir.transform import Transform

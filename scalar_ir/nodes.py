@@ -207,14 +207,15 @@ class Gang:
     """Lane IR: `for var = start, stop, 1` run as gangs of `size` consecutive
     iterations, lane k of a gang doing iteration base + k, exactly as the
     scalar loop would; the n mod size iterations left over run as the scalar
-    loop.  `varying` names the locals holding one value per lane (the
+    loop.  The rewrite leaves `size` None; the sizing step
+    (lane_rewrite/gang_size.py) sets it for a target, and emitters read it.  `varying` names the locals holding one value per lane (the
     counter, locals set from loads or under masked control); every other
     local read in the body is uniform, one value for the whole gang."""
 
     var: str
     start: Expr
     stop: Expr
-    size: int
+    size: Optional[int]  # None: not sized yet
     varying: tuple[str, ...]  # sorted
     body: tuple["Stmt", ...]
     loc: Loc = _loc()

@@ -213,7 +213,8 @@ def _stmt(out: _Lines, s, level: int) -> None:
         varying = ", ".join(f"%{name}" for name in s.varying)
         reduce = ", ".join(f"%{name}: {op}" for name, op in s.reductions)
         reduce = f" reduce({reduce})" if s.reductions else ""
-        head = (f"gang {s.size} %{s.var} = {print_expr(s.start)} to {print_expr(s.stop)} "
+        size = "" if s.size is None else f"{s.size} "
+        head = (f"gang {size}%{s.var} = {print_expr(s.start)} to {print_expr(s.stop)} "
                 f"varying({varying}){reduce} {{")
         _braced(out, head, s.body, level, s.loc)
     elif isinstance(s, Break):
@@ -630,8 +631,9 @@ class _Parser:
         return For(var, start, stop, step, body, loc)
 
     def gang(self) -> Gang:
-        """'gang' INT VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')' block"""
-        size = self.integer("a gang size")
+        """'gang' [INT] VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')' block
+        (no INT: an unsized gang, as the lane rewrite leaves it)"""
+        size = self.integer("a gang size") if self.peek().kind == "number" else None
         var, start, stop = self.counted()
         self.expect("varying")
         self.expect("(")

@@ -57,7 +57,7 @@ from typing import Callable, Optional
 
 import pytest
 
-from nupp.frontend.diagnostics import Diagnostic, Source
+from nupp.errors import Diagnostic, Source
 from nupp.scalar_ir.text import IRSyntaxError, parse_module, print_module
 
 from .conftest import UNDER_CI
@@ -224,8 +224,8 @@ def stage_roundtrip(text: str) -> str:
 
 
 def stage_lower(text: str) -> str:
-    lower_source = _lazy("nupp.scalar_ir.lower", "lower_source")
-    from nupp.frontend.diagnostics import NuppError
+    lower_source = _lazy("nupp.frontend.lower", "lower_source")
+    from nupp.errors import NuppError
     try:
         return print_module(lower_source(text, "case.nupp"))
     except NuppError as err:
@@ -255,22 +255,23 @@ def stage_emit_c(text: str) -> str:
 def stage_emit_lane_c(text: str) -> str:
     """IR in, the lane C translation unit at gang 4 out (emit_c/lane.py)."""
     emit_lane_module = _lazy("nupp.emit_c.lane", "emit_lane_module")
+    lanes_at = _lazy("nupp.pipeline", "lanes_at")
     module, error = _parse(text)
-    return error if error is not None else emit_lane_module(module, "case.nupp", gang=4).source
+    return error if error is not None else emit_lane_module(lanes_at(module, 4), "case.nupp").source
 
 
 def stage_lanes(text: str) -> str:
     """IR in, the lane rewrite out: its decision for each span loop (the `nupp
     emit --report` lines), then the lane IR at gang 8 (lane_rewrite/rewrite.py)."""
     render_report = _lazy("nupp.lane_rewrite.report", "render_report")
-    rewrite_lanes = _lazy("nupp.lane_rewrite.rewrite", "rewrite_lanes")
+    lanes_at = _lazy("nupp.pipeline", "lanes_at")
     module, error = _parse(text)
     if error is not None:
         return error
     report = render_report(module, "case.nupp") or "(no loops over spans)\n"
     if _lazy("nupp.verifier", "verify_module")(module):
         return report + "\n(the input IR does not verify: no rewrite)\n"
-    lanes = rewrite_lanes(module, 8)
+    lanes = lanes_at(module, 8)
     return report if lanes == module else report + "\n" + print_module(lanes)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.pipeline import compile_module
 from nupp.scalar_ir.text import parse_module, print_module
 

@@ -29,10 +29,10 @@ import pytest
 
 import nupp
 from nupp.emit_c.scalar import emit_module
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.paths import NuppEnvironmentError, cache_dir
 from nupp.pipeline import compile_module
-from nupp.runtime.native import build_library, find_toolchain
+from nupp.targets.toolchain import build_library, find_toolchain
 
 from .conftest import require_tool
 from .test_compile_cache import CompilerRuns, call_bump, unique_module

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from nupp.frontend.checker import check_module
-from nupp.frontend.diagnostics import NuppError, Source
+from nupp.errors import NuppError, Source
 from nupp.frontend.parser import parse
 from nupp.frontend.validate import validate
 

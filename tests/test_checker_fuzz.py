@@ -31,9 +31,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings, strategies as st
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import NuppError, Source
+from nupp.errors import NuppError, Source
 from nupp.frontend.parser import parse
-from nupp.frontend.to_lua import translate
+from nupp.pipeline import translate
 from nupp.pipeline import compile_module
 from tests.conftest import UNDER_CI
 from tests.fuzz.generator import generate

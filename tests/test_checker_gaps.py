@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from nupp.frontend.diagnostics import NuppError, Source
+from nupp.errors import NuppError, Source
 from nupp.pipeline import compile_module
 from nupp.runtime import cli
 from nupp.verifier import verify

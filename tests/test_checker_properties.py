@@ -8,7 +8,7 @@ from functools import lru_cache
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nupp.frontend.checker import check_module
-from nupp.frontend.diagnostics import NuppError, Source
+from nupp.errors import NuppError, Source
 from nupp.frontend.parser import parse
 from nupp.frontend.validate import validate
 from nupp.runtime.host import Host, LuaRunError

@@ -1,4 +1,4 @@
-"""The compile cache (runtime/native.py): hits, concurrent builds, corruption, keys.
+"""The compile cache (targets/toolchain.py): hits, concurrent builds, corruption, keys.
 
   * A second build of the same module is a cache hit: the compiler does not
     run (a build would fail the test), the library file is the same
@@ -36,10 +36,10 @@ import pytest
 
 import nupp
 from nupp.emit_c.scalar import emit_module
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.pipeline import compile_module
-from nupp.runtime import native
-from nupp.runtime.native import Toolchain, Unit, build_library, cache_dir, cache_key, find_toolchain
+from nupp.targets import toolchain as native
+from nupp.targets.toolchain import Toolchain, Unit, build_library, cache_dir, cache_key, find_toolchain
 
 from .conftest import require_tool
 
@@ -77,7 +77,7 @@ def call_bump(library: Path, cdef: str, argument: int) -> int:
 
 
 class CompilerRuns:
-    """Counts the library builds (runtime/native.py's _compile: every run of the
+    """Counts the library builds (targets/toolchain.py's _compile: every run of the
     compiler happens under it), or forbids them."""
 
     def __init__(self, monkeypatch, forbid: bool = False):
@@ -162,8 +162,8 @@ def test_loading_a_module_twice_compiles_once(cache, tmp_path, monkeypatch):
 CHILD = """
 import sys, time
 from pathlib import Path
-from nupp.runtime import native
-from nupp.runtime.native import build_library, find_toolchain
+from nupp.targets import toolchain as native
+from nupp.targets.toolchain import build_library, find_toolchain
 from tests.test_compile_cache import call_bump
 
 source, cdef, barrier, ready = Path(sys.argv[1]).read_text(), Path(sys.argv[2]).read_text(), Path(sys.argv[3]), Path(sys.argv[4])

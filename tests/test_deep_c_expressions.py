@@ -14,9 +14,10 @@ import pytest
 
 from nupp.emit_c.lane import emit_lane_module
 from nupp.emit_c.scalar import emit_module
-from nupp.frontend.diagnostics import Source
-from nupp.lane_rewrite.rewrite import GANG_SIZES
-from nupp.pipeline import compile_module, with_deep_stack
+from nupp.errors import Source
+from nupp.scalar_ir.lanes import GANG_SIZES
+from nupp.deep_stack import with_deep_stack
+from nupp.pipeline import compile_module, lanes_at
 from nupp.runtime.api import load
 
 from .conftest import require_tool
@@ -208,7 +209,7 @@ def bracket_depth(line: str) -> int:
 def test_no_c_expression_nests_deeper_than_the_bound(module_path, gang):
     module = with_deep_stack(compile_module)(Source.from_file(str(module_path)))
     c = (with_deep_stack(emit_module)(module, "deep.nupp") if gang is None
-         else with_deep_stack(emit_lane_module)(module, "deep.nupp", "nupp_", gang)).source
+         else with_deep_stack(emit_lane_module)(with_deep_stack(lanes_at)(module, gang), "deep.nupp", "nupp_")).source
     deepest = max(c.splitlines(), key=bracket_depth)
     assert bracket_depth(deepest) <= MAX_BRACKETS, deepest[:300]
     if gang is not None:

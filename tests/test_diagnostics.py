@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nupp.frontend.diagnostics import NuppError, Source
-from nupp.frontend.to_lua import translate
+from nupp.errors import NuppError, Source
+from nupp.pipeline import translate
 
 # (source, line, column, words the message must contain)
 SYNTAX_ERRORS = [

@@ -31,7 +31,7 @@ import pytest
 
 from nupp.emit_c.helpers import C_OPS, EXP_COEFFICIENTS, HELPERS
 from nupp.emit_c.scalar import CModule, comment_text, emit_module
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.pipeline import compile_module
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import _EXP_COEFFICIENTS, FoldError, evaluate

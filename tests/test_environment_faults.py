@@ -30,7 +30,7 @@ import pytest
 
 import nupp
 from nupp.paths import NuppEnvironmentError
-from nupp.runtime.native import find_toolchain
+from nupp.targets.toolchain import find_toolchain
 
 from .conftest import require_tool
 

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nupp.frontend.diagnostics import InternalError
+from nupp.errors import InternalError
 from nupp.scalar_ir import fold
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import FoldError, evaluate, fold_function, fold_module

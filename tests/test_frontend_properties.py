@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import NuppError, Source
+from nupp.errors import NuppError, Source
 from nupp.frontend.parser import parse_text
 from nupp.frontend.printer import format_nupp
-from nupp.frontend.to_lua import translate
+from nupp.pipeline import translate
 from nupp.runtime.host import Host
 
 BINARY = ["or", "and", "<", ">", "<=", ">=", "~=", "==", "|", "~", "&", "<<", ">>", "..",

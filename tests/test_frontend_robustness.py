@@ -19,13 +19,13 @@ from lupa import luajit21
 import nupp as nupp_api
 
 from nupp.frontend.checker import check_module
-from nupp.frontend.diagnostics import Diagnostic, NuppError, Source, source_bytes
+from nupp.errors import Diagnostic, NuppError, Source, source_bytes
 from nupp.frontend import ast
 from nupp.frontend.literals import StringLiteralError, decode_string, read_numeral
 from nupp.frontend.nesting import LJ_MAX_XLEVEL, MAX_TREE_DEPTH
 from nupp.frontend.parser import parse, parse_text
 from nupp.frontend.printer import format_nupp
-from nupp.frontend.to_lua import translate
+from nupp.pipeline import translate
 from nupp.scalar_ir import nodes as ir
 
 

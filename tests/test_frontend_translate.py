@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from nupp.frontend.diagnostics import NuppError, Source
-from nupp.frontend.to_lua import translate_text
+from nupp.errors import NuppError, Source
+from nupp.pipeline import translate_text
 from nupp.runtime.host import Host, LuaRunError
 
 ROOT = Path(__file__).resolve().parent.parent

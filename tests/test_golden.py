@@ -147,7 +147,7 @@ def test_a_broken_stage_module_is_not_a_missing_stage(monkeypatch):
         raise ModuleNotFoundError("No module named 'numpyy'", name="numpyy")
     monkeypatch.setattr(golden.importlib, "import_module", broken_import)
     with pytest.raises(ModuleNotFoundError):
-        golden._lazy("nupp.scalar_ir.lower", "lower_source")
+        golden._lazy("nupp.frontend.lower", "lower_source")
 
 
 VERIFY_IN = """func f(%s: span<S> read borrows) -> nil {     @1:1

@@ -25,7 +25,7 @@ import sys
 import pytest
 from lupa import luajit21
 
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.runtime.host import Host, LuaRunError
 
 from .test_environment_faults import nupp_cli
@@ -76,7 +76,7 @@ def test_a_plain_chunk_keeps_all_200_locals():
 
 
 def test_a_translation_binds_only_the_internals_it_uses():
-    from nupp.frontend.to_lua import translate_text
+    from nupp.pipeline import translate_text
     assert translate_text("print(1)\n").replace(" ", "") == "setfenv(1,_G);print(1)\n"
     first = translate_text("print(5 // 2)\n").split(";")[0]
     assert first == "local __nupp_floor = __nupp.floor_quotient"

@@ -1,7 +1,7 @@
 """Two witnesses, one opcode table: the interpreter and the constant folder agree.
 
 For every op of scalar_ir/ops.py, a one-op IR function is written as Lua by
-the interpreter's own renderer (frontend/aot_to_lua.py), run in LuaJIT on edge
+the interpreter's own renderer (emit_lua/aot_to_lua.py), run in LuaJIT on edge
 inputs of its operand widths, and compared with `fold.evaluate` — bit for bit
 (a NaN compares as a NaN; the f32 surface's canonical NaN is checked through
 `bits`, whose result is an integer).
@@ -15,7 +15,7 @@ import struct
 
 import pytest
 
-from nupp.frontend.aot_to_lua import BIT, OPS_TABLE, AotToLua
+from nupp.emit_lua.aot_to_lua import BIT, OPS_TABLE, AotToLua
 from nupp.frontend.printer import LuaWriter
 from nupp.frontend import ast
 from .lua_internals import lua_with_internals

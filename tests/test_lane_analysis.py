@@ -1,4 +1,4 @@
-"""The lane analysis (lane_rewrite/varying.py) on every BENCH kernel's IR, and its
+"""The lane analysis (scalar_ir/varying.py) on every BENCH kernel's IR, and its
 fixed point on small functions; tests/golden/lanes.test covers the report text."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from nupp.lane_rewrite.varying import analyze_function, analyze_module
+from nupp.scalar_ir.varying import analyze_function, analyze_module
 from nupp.scalar_ir.nodes import Loc
 from nupp.scalar_ir.text import parse_module
 

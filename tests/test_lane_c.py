@@ -38,8 +38,8 @@ from hypothesis import HealthCheck, given, settings
 from nupp.emit_c.lane import emit_lane_module
 from nupp.lane_rewrite.rewrite import lane_decisions
 from nupp.emit_c.scalar import emit_module
-from nupp.frontend.diagnostics import Source
-from nupp.pipeline import compile_module
+from nupp.errors import Source
+from nupp.pipeline import compile_module, lanes_at
 from nupp.runtime.api import load
 from nupp.runtime.host import Host, display_path
 
@@ -591,7 +591,7 @@ def test_a_raise_after_a_store_stays_scalar_and_its_c_is_the_scalar_c(tmp_path):
     source, module = compiled(path)
     (why,) = reasons(module)
     assert why.startswith("an op that can raise at ") and "after a store at " in why
-    lane = emit_lane_module(module, source.path, "nupp_", 8).source
+    lane = emit_lane_module(lanes_at(module, 8), source.path, "nupp_").source
     scalar = emit_module(module, source.path, "nupp_").source
     assert lane.split("*/", 1)[1] == scalar.split("*/", 1)[1]
 
@@ -604,7 +604,7 @@ def test_the_lane_kernels_run_in_gangs(name, kernels):
 
 def test_a_varying_if_runs_under_masks():
     source, module = compiled(KERNELS["tecsbits"].path)
-    text = emit_lane_module(module, source.path, "nupp_", 4).source
+    text = emit_lane_module(lanes_at(module, 4), source.path, "nupp_").source
     body = text.split("c1 += 4) {", 1)[1].split("for (; c1 <= n_out; ++c1)", 1)[0]
     assert "switch" not in body  # the switch on a varying selector is its chain of masked ifs
     assert " & ~t" in body  # the else mask: mask & ~cond
@@ -635,7 +635,7 @@ def test_a_loop_inside_a_varying_if_runs_under_its_mask(tmp_path):
 
 def test_mix_lane_c_has_vector_types_a_gang_loop_and_a_scalar_tail():
     source, module = compiled(KERNELS["mixedwidth"].path)
-    text = emit_lane_module(module, source.path, "nupp_", 8).source
+    text = emit_lane_module(lanes_at(module, 8), source.path, "nupp_").source
     assert "typedef double nu_f64x8 __attribute__((vector_size(64)));" in text
     assert "typedef float nu_f32x8 __attribute__((vector_size(32)));" in text
     assert "gangs of 8" in text.split("*/", 1)[0]
@@ -651,7 +651,7 @@ def test_mix_lane_c_has_vector_types_a_gang_loop_and_a_scalar_tail():
     scalar = emit_module(module, source.path, "nupp_").source
     for name in ("nuppi_add", "nuppi_choose"):
         assert scalar.split(f"static int32_t {name}(")[1].split("\n}\n")[0] in text
-    four = emit_lane_module(module, source.path, "nupp_", 4).source
+    four = emit_lane_module(lanes_at(module, 4), source.path, "nupp_").source
     assert "typedef float nu_f32x4 __attribute__((vector_size(16)));" in four
     assert "for (; c1 + 3 <= n_outputs; c1 += 4) {" in four
 
@@ -661,7 +661,7 @@ def test_structs_of_same_size_fields_move_as_blocks_and_shuffles():
     12 words and shuffled into fields; Verdict {int32, uint32}, written whole,
     is interleaved and written as 2 vectors; a GCC before 12 reads lane by lane."""
     source, module = compiled(KERNELS["tecsbits"].path)
-    text = emit_lane_module(module, source.path, "nupp_", 4).source
+    text = emit_lane_module(lanes_at(module, 4), source.path, "nupp_").source
     body = text.split("c1 += 4) {", 1)[1].split("for (; c1 <= n_out; ++c1)", 1)[0]
     assert "memcpy(&v3, (const char *)&p_ents[b2 - 1] + 0 * sizeof v3, sizeof v3);" in body
     assert "__builtin_shufflevector(v3, v4, 0, 3, 6, 0)" in body  # mask: elements 0, 1, 2 ...
@@ -674,7 +674,7 @@ def test_structs_of_same_size_fields_move_as_blocks_and_shuffles():
 def test_gang_must_be_4_8_or_16():
     source, module = compiled(KERNELS["mixedwidth"].path)
     with pytest.raises(ValueError):
-        emit_lane_module(module, source.path, "nupp_", 12)
+        emit_lane_module(lanes_at(module, 12), source.path, "nupp_")
 
 
 # ---- the C compiles clean -------------------------------------------------------------------
@@ -686,7 +686,7 @@ def test_lane_c_compiles_without_warnings(cc, gang, kernels, tmp_path):
     for name, kernel in sorted(kernels.items()):
         source, module = compiled(kernel.path)
         c_file = tmp_path / f"{name}.c"
-        c_file.write_text(emit_lane_module(module, source.path, "nupp_", gang).source)
+        c_file.write_text(emit_lane_module(lanes_at(module, gang), source.path, "nupp_").source)
         proc = subprocess.run([cc, "-std=c11", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Wpedantic",
                                "-Werror", "-fPIC", "-shared", "-o", str(tmp_path / f"{name}.so"), str(c_file),
                                "-lm"], capture_output=True, text=True)
@@ -749,7 +749,7 @@ def lane_ubsan_child(cc: str, out_dir: str, folder: str) -> None:
     """In a child process: the lane C of every BENCH and lane test kernel (G = 4
     and 8) built with UBSan, called through cffi on lane_cases' inputs; the
     outputs saved as .npy."""
-    from nupp.runtime.native import find_toolchain
+    from nupp.targets.toolchain import find_toolchain
 
     toolchain = find_toolchain(cc, extra_flags=_ubsan_flags(cc) + LANE_UBSAN_EXTRA.get(cc, ()))
     save_lane_outcomes(toolchain, Path(out_dir), write_test_kernels(Path(folder)), GANGS)
@@ -763,13 +763,13 @@ def save_lane_outcomes(toolchain, out_dir: Path, targets: dict, gangs, wrapper=N
     whose function `symbol` (same parameters) is called instead."""
     import cffi
 
-    from nupp.runtime.native import build_library
+    from nupp.targets.toolchain import build_library
 
     for gang in gangs:
         for name in sorted(targets):
             kernel = targets[name]
             source, module = compiled(kernel.path)
-            cmodule = emit_lane_module(module, source.path, "nupp_", gang)
+            cmodule = emit_lane_module(lanes_at(module, gang), source.path, "nupp_")
             fn = next(f for f in cmodule.functions if f.name == kernel.function)
             extra, prototype, symbol = wrapper(fn) if wrapper else ("", "", fn.symbol)
             library = build_library(cmodule.source + extra, toolchain, source.path)

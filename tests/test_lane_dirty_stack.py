@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nupp.emit_c.tiers import tier_named
+from nupp.targets.tiers import tier_named
 
 from .conftest import require_tool
 from .test_lane_c import (Kernel, call, lane_cases, loaded,
@@ -121,7 +121,7 @@ def tier_gang(tier: str) -> int:
 
 def dirty_stack_child(cc: str, tier: str, out_dir: str, folder: str) -> None:
     """In a child process: every kernel's lane C for `tier` at its gang, called on a dirtied stack."""
-    from nupp.runtime.native import find_toolchain
+    from nupp.targets.toolchain import find_toolchain
 
     toolchain = find_toolchain(cc, extra_flags=tier_named(tier).flags)
     save_lane_outcomes(toolchain, Path(out_dir), write_kernels(Path(folder)), (tier_gang(tier),),

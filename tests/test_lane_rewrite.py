@@ -17,8 +17,9 @@ from dataclasses import replace
 import pytest
 
 from nupp.emit_c.scalar import emit_module
-from nupp.frontend.diagnostics import InternalError, Source
-from nupp.lane_rewrite.rewrite import lane_decisions, rewrite_lanes
+from nupp.errors import InternalError, Source
+from nupp.lane_rewrite.rewrite import lane_decisions
+from nupp.pipeline import lanes_at
 from nupp.pipeline import compile_module
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.text import parse_module, print_module
@@ -40,7 +41,7 @@ def gangs(module: ir.Module) -> list[ir.Gang]:
 @pytest.mark.parametrize("name", sorted(KERNELS))
 @pytest.mark.parametrize("size", (4, 8, 16))
 def test_bench_lane_ir_verifies_and_round_trips(name, size):
-    lanes = rewrite_lanes(bench(name), size)
+    lanes = lanes_at(bench(name), size)
     assert [g.size for g in gangs(lanes)] == [size] * len(gangs(lanes)) and gangs(lanes)
     assert verify_module(lanes, lane_ir=True) == []
     assert parse_module(print_module(lanes)) == lanes
@@ -49,7 +50,7 @@ def test_bench_lane_ir_verifies_and_round_trips(name, size):
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_a_gang_is_its_loop_and_nothing_else_changes(name):
     module = bench(name)
-    lanes = rewrite_lanes(module, 8)
+    lanes = lanes_at(module, 8)
 
     def unganged(stmts):
         out = []
@@ -68,7 +69,7 @@ def test_a_gang_is_its_loop_and_nothing_else_changes(name):
 
 
 def test_mandelbrot_while_is_masked_and_its_locals_vary():
-    (gang,) = gangs(rewrite_lanes(bench("mandelbrot"), 8))
+    (gang,) = gangs(lanes_at(bench("mandelbrot"), 8))
     assert set(gang.varying) == {"cx", "cy", "i", "n", "nx", "zx", "zy"}
     (loop,) = [s for s in statements(gang.body) if isinstance(s, ir.While)]
     assert loop.masked
@@ -81,20 +82,20 @@ def _edited(module: ir.Module, edit) -> ir.Module:
 
 
 def test_verifier_catches_a_dropped_varying_local():
-    lanes = rewrite_lanes(bench("mandelbrot"), 8)
+    lanes = lanes_at(bench("mandelbrot"), 8)
     broken = _edited(lanes, lambda g: replace(g, varying=tuple(v for v in g.varying if v != "zx")))
     assert [e.rule for e in verify_module(broken, lane_ir=True)] == ["gang-varying"]
 
 
 def test_verifier_catches_an_unmasked_varying_while():
-    lanes = rewrite_lanes(bench("mandelbrot"), 8)
+    lanes = lanes_at(bench("mandelbrot"), 8)
     unmask = lambda g: replace(g, body=tuple(replace(s, masked=False) if isinstance(s, ir.While) else s
                                              for s in g.body))
     assert [e.rule for e in verify_module(_edited(lanes, unmask), lane_ir=True)] == ["gang-mask"]
 
 
 def test_lane_ir_is_not_scalar_ir():
-    lanes = rewrite_lanes(bench("simd"), 8)
+    lanes = lanes_at(bench("simd"), 8)
     assert "node-kind" in [e.rule for e in verify_module(lanes)]
     with pytest.raises(InternalError):
         emit_module(lanes, "simd.nupp")
@@ -102,15 +103,15 @@ def test_lane_ir_is_not_scalar_ir():
 
 def test_decisions_do_not_depend_on_the_gang_size():
     module = bench("tecsbits")
-    assert rewrite_lanes(module, 4) != rewrite_lanes(module, 8)
+    assert lanes_at(module, 4) != lanes_at(module, 8)
     assert all(d.rewritten for d in lane_decisions(module))
-    assert [g.varying for g in gangs(rewrite_lanes(module, 4))] == [g.varying for g in gangs(rewrite_lanes(module, 16))]
+    assert [g.varying for g in gangs(lanes_at(module, 4))] == [g.varying for g in gangs(lanes_at(module, 16))]
 
 
 def test_vectorize_false_stays_scalar():
     module = bench("simd")
     module = replace(module, functions=tuple(replace(f, vectorize=False) for f in module.functions))
-    assert rewrite_lanes(module, 8) == module
+    assert lanes_at(module, 8) == module
     assert {d.reason for d in lane_decisions(module)} == {"marked @aot(vectorize = false)"}
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import nupp
-from nupp.frontend.diagnostics import NuppError
+from nupp.errors import NuppError
 from nupp.runtime.api import NuppRuntimeError
 
 from .conftest import require_tool

@@ -484,7 +484,7 @@ def test_boundary_conversions_stay_exact_in_hot_loops(mode):
     arrives unchanged, and a uint64 passed to a number parameter rounds once
     to nearest even, with --aot on and off."""
     require_tool("gcc")
-    from nupp.frontend.diagnostics import Source
+    from nupp.errors import Source
     from nupp.runtime.host import Host
     host = Host(mode=mode)
     out = host.capture_output()
@@ -576,10 +576,10 @@ def ubsan_child(cc: str, out_dir: str) -> None:
     import cffi
 
     from nupp.emit_c.scalar import emit_module
-    from nupp.frontend.diagnostics import Source
+    from nupp.errors import Source
     from nupp.pipeline import compile_module
     from nupp.runtime.host import display_path
-    from nupp.runtime.native import build_library, find_toolchain
+    from nupp.targets.toolchain import build_library, find_toolchain
 
     toolchain = find_toolchain(cc, extra_flags=_ubsan_flags(cc))
     targets = dict(KERNELS)
@@ -662,7 +662,7 @@ def ubsan_generated_child(cc: str, folder: str, examples: int) -> None:
     """In a child process: generated kernels built with UBSan through the host
     (find_toolchain patched to add the flags) must run clean and compute what
     the plain build computes (interp vs C is the main differential's job)."""
-    from nupp.runtime import native
+    from nupp.targets import toolchain as native
 
     real = native.find_toolchain
     sanitize = [True]
@@ -713,7 +713,7 @@ int32_t nupp_cast(double x, int32_t *r) { *r = (int32_t)x; return 0; }
 UB_CHILD = """
 import sys, cffi
 from tests.test_native_differential import UB_C, _ubsan_flags
-from nupp.runtime.native import build_library, find_toolchain
+from nupp.targets.toolchain import build_library, find_toolchain
 cc, which, value = sys.argv[1], sys.argv[2], float(sys.argv[3])
 library = build_library(UB_C, find_toolchain(cc, extra_flags=_ubsan_flags(cc)), "ub.c")
 ffi = cffi.FFI()

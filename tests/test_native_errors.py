@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.runtime.api import NuppRuntimeError, load
 from nupp.runtime.cli import main as cli_main
 from nupp.runtime.host import Host, LuaRunError

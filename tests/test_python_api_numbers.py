@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import nupp
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.runtime.api import NuppRuntimeError
 from nupp.runtime.host import Host
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nupp.emit_c.tiers import TierError
-from nupp.frontend.diagnostics import Source
-from nupp.lane_rewrite.rewrite import GANG_SIZES, lane_decisions
+from nupp.targets.tiers import TierError
+from nupp.errors import Source
+from nupp.lane_rewrite.rewrite import lane_decisions
+from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.pipeline import compile_module
 from nupp.runtime.api import load
 from nupp.scalar_ir.text import print_module

@@ -1,4 +1,4 @@
-"""Feature tiers (emit_c/tiers.py): one lane library per module, a build per x86-64 level.
+"""Feature tiers (targets/tiers.py): one lane library per module, a build per x86-64 level.
 
   * the dispatcher's cpu_tier() agrees with an independent oracle: the x86-64
     psABI level definitions over the flags of /proc/cpuinfo; and it tests
@@ -30,15 +30,20 @@ from pathlib import Path
 import cffi
 import pytest
 
-from nupp.emit_c.lane import GANGS
-from nupp.emit_c.tiers import (CPU_TIER_MAX_VARIABLE, TIER_NAMES, TIERS, TierBuild, TierError, choose_tier,
-                               cpu_tier_source, tiered_module)
-from nupp.frontend.diagnostics import Source
-from nupp.pipeline import compile_module
-from nupp.runtime import native
+from nupp.scalar_ir.lanes import GANG_SIZES as GANGS
+from nupp.targets.tiers import (CPU_TIER_MAX_VARIABLE, TIER_NAMES, TIERS, TierBuild, TierError, choose_tier,
+                                cpu_tier_source, tiered_library)
+from nupp.errors import Source
+from nupp.pipeline import compile_module, tier_builds
+from nupp.targets import toolchain as native
 from nupp.runtime.api import load
 from nupp.runtime.host import Host
-from nupp.runtime.native import Unit, build_units, find_toolchain
+
+
+def tiered_module(module, path, prefix):
+    """The units of a library carrying every tier at its own gang, as the host builds it."""
+    return tiered_library(tier_builds(module, path, prefix), prefix)
+from nupp.targets.toolchain import Unit, build_units, find_toolchain
 
 from .conftest import require_tool
 from .test_lane_c import assert_same, lane_cases
@@ -115,10 +120,10 @@ def test_cpu_tier_agrees_with_proc_cpuinfo(cc):
 def test_the_host_runs_the_best_tier_at_its_gang_unless_pinned():
     source, _ = compiled(KERNELS["mixedwidth"].path)
     best = TIERS[oracle_tier()]
-    assert Host(mode="lane").native_module(source).mode == f"lane{best.gang}-{best.name}"
-    assert Host(mode="lane", gang=4).native_module(source).mode == f"lane4-{best.name}"
-    assert Host(mode="lane", tier="baseline").native_module(source).mode == "lane4-baseline"
-    assert Host(mode="lane", tier="baseline", gang=16).native_module(source).mode == "lane16-baseline"
+    assert Host(mode="lane").compile(source).native.mode == f"lane{best.gang}-{best.name}"
+    assert Host(mode="lane", gang=4).compile(source).native.mode == f"lane4-{best.name}"
+    assert Host(mode="lane", tier="baseline").compile(source).native.mode == "lane4-baseline"
+    assert Host(mode="lane", tier="baseline", gang=16).compile(source).native.mode == "lane16-baseline"
 
 
 # ---- choosing a build --------------------------------------------------------------------------
@@ -226,7 +231,7 @@ def unique_kernel(folder: Path) -> Path:
 
 
 class Builds:
-    """Counts library builds (runtime/native.py's _compile)."""
+    """Counts library builds (targets/toolchain.py's _compile)."""
 
     def __init__(self, monkeypatch):
         self.count = 0
@@ -242,8 +247,8 @@ class Builds:
 def test_a_tiered_library_is_reused_and_its_manifest_records_the_tiers(tmp_path, cache, monkeypatch):
     path = unique_kernel(tmp_path)
     builds = Builds(monkeypatch)
-    first = Host(mode="lane").native_module(Source.from_file(str(path)))
-    second = Host(mode="lane").native_module(Source.from_file(str(path)))
+    first = Host(mode="lane").compile(Source.from_file(str(path))).native
+    second = Host(mode="lane").compile(Source.from_file(str(path))).native
     assert builds.count == 1 and first.library == second.library
     manifest = json.loads(Path(first.library).with_suffix(".json").read_text())
     assert [(u["name"], u["flags"]) for u in manifest["units"]] == (
@@ -266,7 +271,7 @@ def test_a_corrupted_tiered_library_is_rebuilt(tmp_path, monkeypatch):
 
 
 def test_a_failing_unit_is_kept_and_named(tmp_path, cache):
-    from nupp.frontend.diagnostics import InternalError
+    from nupp.errors import InternalError
     units = [Unit("v3", "int broken(void) { return }", ("-march=x86-64-v3",)), Unit("cpu_tier", "int ok;")]
     with pytest.raises(InternalError, match=r"could not compile the C generated for t\.nupp \(v3\); the C is kept"):
         build_units(units, find_toolchain("gcc"), "t.nupp")
@@ -310,7 +315,7 @@ def test_nupp_run_refuses_a_bad_or_unrunnable_tier(cache):
 
 def test_the_default_gang_fills_a_register_with_the_widest_gang_field():
     """binary64 fields (simd's Body) halve the lanes of 4-byte ones (mandelbrot's Pixel and Escape)."""
-    from nupp.lane_rewrite.rewrite import rewrite_lanes
+    from nupp.lane_rewrite.rewrite import rewrite_lanes  # the rewrite's (unsized) gangs suffice
 
     wide, narrow = (rewrite_lanes(compiled(KERNELS[name].path)[1]) for name in ("simd", "mandelbrot"))
     assert [t.gang_for(wide) for t in TIERS] == [None, None, 4, 8]  # None: the scalar C runs there
@@ -321,6 +326,6 @@ def test_a_tier_whose_registers_hold_too_few_lanes_runs_the_scalar_c():
     """simd's binary64 fields at baseline: two lanes per register; the tier
     carries the scalar C, named scalar-baseline, and agrees with it."""
     source, _ = compiled(KERNELS["simd"].path)
-    native = Host(mode="lane", tier="baseline").native_module(source)
+    native = Host(mode="lane", tier="baseline").compile(source).native
     assert native.mode == "scalar-baseline"
-    assert Host(mode="lane", tier="baseline", gang=4).native_module(source).mode == "lane4-baseline"
+    assert Host(mode="lane", tier="baseline", gang=4).compile(source).native.mode == "lane4-baseline"

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.runtime.host import Host, LuaRunError
 from nupp.scalar_ir.widths import Width
 
@@ -228,7 +228,7 @@ def test_assert_failure_raises_its_message_with_position():
 
 
 def test_every_opcode_has_a_lua_rendering():
-    from nupp.frontend.aot_to_lua import runtime_ops
+    from nupp.emit_lua.aot_to_lua import runtime_ops
     host = Host()
     kind = host.lua.eval("function(ops, op) return type(ops[op]) end")
     missing = [op for op in runtime_ops() if kind(host.internals.ops, op) != "function"]

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from nupp.frontend.diagnostics import InternalError
+from nupp.errors import InternalError
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.nodes import (Assert, Assign, Break, Call, Const, Eval, For, If, Len, Let, Load,
                                   Loc, Op, Return, Store, SwitchLabels, Var, While)

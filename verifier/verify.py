@@ -94,9 +94,9 @@ Placement
 
 Lane IR (`lane_ir=True`, after lane_rewrite; elsewhere a Gang is a node-kind error)
   gang-placement       a Gang is not inside another loop
-  gang-size            a Gang's size is 4, 8 or 16
+  gang-size            a Gang's size is 4, 8 or 16 (or unset: the rewrite's output, before sizing)
   gang-varying         a Gang's varying names are exactly (sorted) the varying locals its
-                       body infers (lane_rewrite/varying.py's rule, run afresh)
+                       body infers (scalar_ir/varying.py's rule, run afresh)
   gang-mask            an If / While / For is marked masked exactly when it is in a
                        Gang and its condition or bounds vary (a While also when a break
                        under a varying if leaves it)
@@ -119,8 +119,10 @@ from itertools import combinations
 from typing import Optional
 
 from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.lanes import GANG_SIZES, gang_refusal, mark_masks
 from nupp.scalar_ir.nodes import DISJOINT, NO_LOC, SHARED_READ, Loc
 from nupp.scalar_ir.ops import OPS
+from nupp.scalar_ir.varying import infer, reductions_of
 from nupp.scalar_ir.walk import statements as ir_statements
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width, holds_in_binary32, integer_fits
 
@@ -773,11 +775,8 @@ class _FunctionVerifier:
 
 def gang_errors(fn: ir.Function, gang: ir.Gang) -> list[tuple[str, str]]:
     """(rule, message) for each lane-rewrite rule a Gang breaks."""
-    from nupp.lane_rewrite.rewrite import GANG_SIZES, gang_refusal, mark_masks
-    from nupp.lane_rewrite.varying import infer, reductions_of
-
     errors = []
-    if gang.size not in GANG_SIZES:
+    if gang.size is not None and gang.size not in GANG_SIZES:
         errors.append(("gang-size", f"gang size {gang.size!r} is not one of {GANG_SIZES}"))
     varying = infer(gang)
     if tuple(gang.varying) != tuple(sorted(varying)):
@@ -1000,7 +999,7 @@ def check(module: ir.Module, stage: str, lane_ir: bool = False) -> None:
     errors = verify_module(module, lane_ir)
     if not errors:
         return
-    from nupp.frontend.diagnostics import InternalError
+    from nupp.errors import InternalError
 
     listing = "\n".join(f"  {e}" for e in errors)
     try:

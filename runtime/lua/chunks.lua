@@ -2,7 +2,7 @@
 -- prelude.lua with the runtime's internals as `...`.
 --
 -- chunks.load(source, chunkname, translated): the chunk, or nil and the
---   syntax error.  A translated chunk (frontend/to_lua.py) starts with
+--   syntax error.  A translated chunk (emit_lua/to_lua.py) starts with
 --       local __nupp, __nupp_bit, ... = __nupp, __nupp.bit_operators, ...; setfenv(1, _G)
 --   so it is loaded into an environment holding only the internals,
 --   `setfenv` and the globals: the header takes what it needs into locals and

@@ -36,7 +36,7 @@ function native.load(path, cdef, errors)
 end
 
 -- native.cpu_tier(path, cdef, symbol): a tiered lane library's own answer to
--- which feature tier this CPU runs (an index into emit_c/tiers.py's TIERS;
+-- which feature tier this CPU runs (an index into targets/tiers.py's TIERS;
 -- `symbol` is its dispatcher, `cdef` that function's prototype), asked once
 -- per library.  The host binds the chosen tier's functions (native.bind).
 local cpu_tiers = {}
@@ -78,7 +78,7 @@ end
 -- native.executions[f] = {{name = "interp", run = ...}, {name = "lane16-v4", run = ...}}:
 -- every way a bound @aot function can run, first the interpreter's, so a host
 -- script can run them all and demand identical answers.  The native one is
--- named after its mode: "scalar", or lane<gang>-<tier> (emit_c/tiers.py).
+-- named after its mode: "scalar", or lane<gang>-<tier> (targets/tiers.py).
 native.executions = setmetatable({}, { __mode = "k" })
 
 function native.bind(module, symbol, name, params, result, options, result_ctype, interpreted, mode)

@@ -1,5 +1,5 @@
 -- Nupp's Lua 5.3 operators in ordinary code (LANGUAGE.md section 1), as
--- frontend/to_lua.py writes them: `a & b` is `bit.band(a, b)` (and `|`, `~`,
+-- emit_lua/to_lua.py writes them: `a & b` is `bit.band(a, b)` (and `|`, `~`,
 -- `<<`, `>>`, unary `~` likewise), `a // b` is `math.floor(a / b)`.
 -- Returns {bit = {band = ..., ...}, floor_quotient = f}: functions that
 -- compute exactly what LuaJIT's `bit` library and math.floor compute, and

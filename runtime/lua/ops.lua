@@ -1,7 +1,7 @@
 -- The scalar IR's operations for ordinary execution of @aot functions.
 -- Loaded by prelude.lua with math.lua's table as `...`; returns a table keyed
 -- by opcode name (scalar_ir/ops.py), one function per op that the translator
--- does not write as a plain Lua operator (frontend/aot_to_lua.py says which).
+-- does not write as a plain Lua operator (emit_lua/aot_to_lua.py says which).
 --
 -- Values: int32/uint32 and binary64/binary32 are Lua numbers, int64/uint64
 -- are LuaJIT int64_t/uint64_t cdata (whose + - * wrap modulo 2^64).

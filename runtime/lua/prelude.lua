@@ -38,14 +38,14 @@ local __nupp = {
     struct = mem.struct,
     ops = ops,   -- the scalar IR's ops, for ordinary execution of @aot functions
     native = native,  -- compiled @aot functions
-    -- what the header of a translated chunk binds (frontend/to_lua.py)
-    bit = require("bit"),  -- for @aot functions' IR (frontend/aot_to_lua.py)
+    -- what the header of a translated chunk binds (emit_lua/to_lua.py)
+    bit = require("bit"),  -- for @aot functions' IR (emit_lua/aot_to_lua.py)
     bit_operators = operators.bit,  -- & | ~ << >> of ordinary code
     floor_quotient = operators.floor_quotient,  -- a // b is floor_quotient(a / b)
     type = type,
 }
 
--- ---- support for translated code (frontend/to_lua.py) ----------------------
+-- ---- support for translated code (emit_lua/to_lua.py) ----------------------
 local ffi = require("ffi")
 local describe = math_rt.describe
 

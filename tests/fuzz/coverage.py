@@ -18,9 +18,10 @@ from collections import Counter
 from dataclasses import fields, is_dataclass
 
 from nupp.frontend import ast
-from nupp.frontend.diagnostics import Source
+from nupp.errors import Source
 from nupp.frontend.parser import parse
-from nupp.lane_rewrite.rewrite import lane_decisions, rewrite_lanes
+from nupp.lane_rewrite.rewrite import lane_decisions
+from nupp.pipeline import lanes_at
 from nupp.pipeline import compile_module
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
@@ -333,7 +334,7 @@ def _lanes(module: ir.Module) -> set[str]:
     found = set()
     for decision in lane_decisions(module):
         found.add("span loop run in gangs" if decision.rewritten else "span loop kept scalar")
-    for fn in rewrite_lanes(module, 16).functions:
+    for fn in lanes_at(module, 16).functions:
         for gang in (s for s in statements(fn.body) if isinstance(s, ir.Gang)):
             found |= _gang_shapes(gang)
     return found

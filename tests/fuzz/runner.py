@@ -31,9 +31,8 @@ from typing import Callable, Optional
 
 from nupp.emit_c.lane import emit_lane_module
 from nupp.emit_c.scalar import emit_module
-from nupp.frontend.diagnostics import NuppError, Source
-from nupp.frontend.to_lua import translate
-from nupp.pipeline import compile_module
+from nupp.errors import NuppError, Source
+from nupp.pipeline import compile_module, lanes_at, translate
 
 from .coverage import measure, table
 from .generator import generate
@@ -119,7 +118,7 @@ def compile_in_process(program: Program, path: str, executions: list[Execution])
     if refusal:
         return (FRONT_END, *refusal)
     emit = {"interp": lambda e: translate(source, None), "scalar": lambda e: emit_module(module, path, "fuzz_"),
-            "lane": lambda e: emit_lane_module(module, path, "fuzz_", e.gang)}
+            "lane": lambda e: emit_lane_module(lanes_at(module, e.gang), path, "fuzz_")}
     for execution in executions:
         try:
             emit[execution.mode](execution)

@@ -31,7 +31,7 @@ from typing import Optional
 
 import numpy as np
 
-from nupp.emit_c.lane import GANGS
+from nupp.scalar_ir.lanes import GANG_SIZES as GANGS
 
 from ..kernelgen import F32_EDGE_BITS, F64_EDGES, INT_EDGES, edge_array, garbage_array
 

@@ -69,14 +69,14 @@ void nupp_fuzz_dirty_stack(void)
 
 def _stack_dirtier():
     import ctypes
-    from nupp.runtime.native import build_library, find_toolchain
+    from nupp.targets.toolchain import build_library, find_toolchain
     return ctypes.CDLL(str(build_library(DIRTY_STACK_C, find_toolchain("gcc"), "dirty_stack.c"))).nupp_fuzz_dirty_stack
 
 
 def serve(connection, environment: dict) -> None:
     """The worker's loop: load each job's module in its execution, make its calls, report each."""
     os.environ.update(environment)
-    from nupp.frontend.diagnostics import NuppError
+    from nupp.errors import NuppError
     from nupp.runtime.api import NuppRuntimeError, load
 
     dirty_stack = _stack_dirtier()

@@ -1,7 +1,8 @@
 """Ordinary Nupp to Lua 5.1: what LuaJIT runs as the interpreter.
 
-`translate(source)` parses, validates, rewrites the Nupp-only constructs into
-plain Lua, and prints the result with every node on its source line:
+`write_lua(front, module)` rewrites the Nupp-only constructs of a module's
+tree (the front end's, frontend/lower.py) into plain Lua, and prints the
+result with every node on its source line:
 
     annotations, qualifiers    erased
     local struct P ... end     local P = __nupp.struct("P", {{"x", "float"}, ...}); __nupp.structs.P = P
@@ -11,7 +12,7 @@ plain Lua, and prints the result with every node on its source line:
     switch                     an `if` chain testing the subject, evaluated once
                                (`case is P` for a struct P: __nupp.is_struct(__nupp.structs.P, v))
     @aot function f            its body is its checked scalar IR written as Lua
-                               (frontend/aot_to_lua.py), then
+                               (emit_lua/aot_to_lua.py), then
                                f = __nupp.aot(f, "f", {parameter types}, "result type", {options})
 
 `__nupp` is the runtime's internals as the chunk sees them (runtime/lua/chunks.lua):
@@ -31,13 +32,12 @@ from dataclasses import dataclass, is_dataclass, replace
 from functools import lru_cache
 
 from nupp.frontend import ast
-from nupp.frontend.aot_to_lua import BIT, OPS_TABLE, AotToLua
-from nupp.frontend.checker import check_module
-from nupp.frontend.diagnostics import Source, error_at, source_bytes
-from nupp.frontend.parser import forget_trees, parse
+from nupp.emit_lua.aot_to_lua import BIT, OPS_TABLE, AotToLua
+from nupp.errors import Source, error_at, source_bytes
+from nupp.frontend.lower import FrontEnd
 from nupp.frontend.printer import LuaWriter, lua_string
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
-from nupp.pipeline import with_deep_stack
+from nupp.scalar_ir import nodes as ir
 
 COMPILED = "compiled"  # the chunk's field (of `__nupp`) holding its native library
 STRUCTS = "structs"  # the chunk's field holding its struct types by name
@@ -57,34 +57,25 @@ class NativeModule:
     mode: str = "scalar"  # how the library was built: "scalar" or "lane"
 
 
-@with_deep_stack
-def translate(source: Source, native: NativeModule | None = None) -> str:
-    """Lua source for a Nupp module, line for line.  With `native`, its @aot
-    functions call the compiled library; without, they run their IR as Lua."""
-    chunk = parse(source)
-    try:
-        module = check_module(source, chunk)  # validates too: every diagnostic of the file at once
-        lowered = ToLua(source, module, native).chunk(chunk)
-        writer = LuaWriter()
-        return _with_header(writer.chunk(lowered), writer.names_read)
-    finally:
-        forget_trees()  # a large program's tree is a million objects: free them now
-
-
-def translate_text(text: str, path: str = "<string>") -> str:
-    return translate(Source(path, text))
+def write_lua(front: FrontEnd, module: ir.Module, native: NativeModule | None = None) -> str:
+    """Lua source for a module, line for line, from its tree and its @aot
+    functions' verified IR (`module`).  With `native`, the @aot functions call
+    the compiled library; without, they run their IR as Lua."""
+    lowered = ToLua(front.source, module, native).chunk(front.chunk)
+    writer = LuaWriter()
+    return _with_header(writer.chunk(lowered), writer.names_read)
 
 
 # ---- what only LuaJIT's loader finds -------------------------------------------
 
-def check_loads(source: Source) -> None:
+def check_loads(source: Source, lua: str) -> None:
     """NuppError where LuaJIT refuses to load the module's translation, at the
     source line it names (the translation keeps every line): what only its
     loader finds, such as a goto with no visible label or into a local's
     scope, a function past 200 locals or 60 upvalues, or nesting that the
     translation's calls add to the source's.  `nupp check` so reports what
     `nupp run` would refuse before running anything."""
-    refusal = _luajit_load()(source_bytes(translate(source)))
+    refusal = _luajit_load()(source_bytes(lua))
     if refusal is None:
         return
     line, message = _LOAD_ERROR.fullmatch(refusal.decode("utf-8", "surrogateescape")).groups()

@@ -1,7 +1,7 @@
 """Building native code: the C compiler, its flags, and the compile cache.
 
 A library is built from translation units (`Unit`), each compiled with
-nupp's flags plus its own (a feature tier's `-march`, emit_c/tiers.py), all
+nupp's flags plus its own (a feature tier's `-march`, targets/tiers.py), all
 at once, then linked into one shared library:
 
     build_library(c_source, toolchain, label)   one unit: a module's scalar C
@@ -43,8 +43,8 @@ from functools import lru_cache
 from collections.abc import Sequence
 from pathlib import Path
 
-import nupp
-from nupp.frontend.diagnostics import InternalError
+from nupp.errors import InternalError
+from nupp.version import __version__
 from nupp.paths import (PRIVATE_MODE, NuppEnvironmentError, cache_dir, is_private_file, private_dir,
                         writing_to_cache)
 
@@ -95,7 +95,7 @@ def find_toolchain(cc: str = "gcc", extra_flags: tuple[str, ...] = ()) -> Toolch
 
 def cache_key(units: Sequence[Unit], toolchain: Toolchain) -> str:
     parts = json.dumps({"units": [[u.name, u.source, list(u.flags)] for u in units], "cc": toolchain.path,
-                        "version": toolchain.version, "flags": toolchain.flags, "nupp": nupp.__version__},
+                        "version": toolchain.version, "flags": toolchain.flags, "nupp": __version__},
                        sort_keys=True)
     return hashlib.sha256(parts.encode()).hexdigest()[:32]
 
@@ -118,7 +118,7 @@ def build_units(units: Sequence[Unit], toolchain: Toolchain, label: str = "modul
         _write_atomically(manifest, json.dumps({
             "key": key, "label": label, "cc": toolchain.path, "version": toolchain.version,
             "flags": list(toolchain.flags), "units": [{"name": u.name, "flags": list(u.flags)} for u in units],
-            "nupp": nupp.__version__, "sha256": _sha256(library),
+            "nupp": __version__, "sha256": _sha256(library),
         }, indent=1).encode())
     return library
 
