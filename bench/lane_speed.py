@@ -1,7 +1,7 @@
 """Benchmark (not a test): lane C at every tier and gang against scalar C and hand-written C.
 
     .venv/bin/nupp bench [--size N] [--repeats N] [--kernels K,...] [--cc gcc|clang]
-    .venv/bin/python bench/lane_speed.py [same options]
+    .venv/bin/python -m bench.lane_speed [same options]   (from the repository root)
 
 For each BENCH kernel, side by side in one run on the same NumPy arrays:
 nupp's scalar C, its lane C at each feature tier this CPU runs x gangs 4, 8
@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 
 import nupp
-from nupp.bench.native_speed import KERNELS, handwritten_library, load_times, workloads
 from nupp.targets.tiers import TIER_NAMES, TIERS
+
+from bench.native_speed import KERNELS, handwritten_library, load_times, workloads  # bench/ is not installed
 
 BENCH_KERNELS = ("mandelbrot", "corrected", "tecsbits", "mixedwidth", "simd")
 GANGS = (4, 8, 16)
@@ -133,7 +134,7 @@ def _cpu_model() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python bench/lane_speed.py ...` is `nupp bench ...`: one parser, in runtime/cli.py."""
+    """`python -m bench.lane_speed ...` is `nupp bench ...`: one parser, in runtime/cli.py."""
     from nupp.runtime.cli import main as nupp_main
     return nupp_main(["bench", *(sys.argv[1:] if argv is None else argv)])
 

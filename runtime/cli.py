@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib
 import os
 import re
 import signal
 import sys
 from pathlib import Path
 
-import nupp
 from nupp.deep_stack import with_deep_stack
 from nupp.errors import Diagnostic, InternalError, NuppError, Source
 from nupp.paths import NuppEnvironmentError
@@ -37,6 +37,7 @@ from nupp.runtime.host import LUA_DIR, Host, LuaRunError, display_path
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.scalar_ir.text import print_module
 from nupp.targets.tiers import TIER_NAMES, TierError
+from nupp.version import __version__
 
 GANG_CHOICES = tuple(map(str, GANG_SIZES))
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 70, 130, 141
@@ -45,7 +46,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PI
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nupp", description="Compiler and runner for Nupp, a typed Lua dialect hosted on LuaJIT.")
-    parser.add_argument("--version", action="version", version=f"nupp {nupp.__version__}")
+    parser.add_argument("--version", action="version", version=f"nupp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a Nupp host script",
@@ -293,12 +294,26 @@ def cmd_emit(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from nupp.bench.lane_speed import BENCH_KERNELS, run_benchmark
-    unknown = [k for k in args.kernels or () if k not in BENCH_KERNELS]
+    bench = _checkout_bench("lane_speed")
+    unknown = [k for k in args.kernels or () if k not in bench.BENCH_KERNELS]
     if unknown:
-        raise _UsageError(f"no kernel named {', '.join(unknown)} (kernels: {', '.join(BENCH_KERNELS)})")
-    run_benchmark(size=args.size, repeats=args.repeats, kernels=args.kernels or BENCH_KERNELS, cc=args.cc)
+        raise _UsageError(f"no kernel named {', '.join(unknown)} (kernels: {', '.join(bench.BENCH_KERNELS)})")
+    bench.run_benchmark(size=args.size, repeats=args.repeats, kernels=args.kernels or bench.BENCH_KERNELS,
+                        cc=args.cc)
     return EXIT_OK
+
+
+def _checkout_bench(name: str):
+    """The module bench/NAME.py of the source checkout nupp runs from.  bench/ is
+    not installed: it sits beside the stage directories (runtime/, ...) in a
+    checkout, which the editable install runs in place, and nowhere in a wheel."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "bench" / f"{name}.py").is_file():
+        raise NuppEnvironmentError("nupp bench runs from a source checkout of nupp: "
+                                   "its benchmark programs are not installed")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return importlib.import_module(f"bench.{name}")
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "emit": cmd_emit, "bench": cmd_bench}

@@ -1,11 +1,13 @@
 """Shared test configuration.
 
 Slow (exhaustive) tests run under CI=true or with --runslow.  A test that
-needs a missing tool may skip locally, never under CI (`require_tool`).
+needs a missing tool or Python module may skip locally, never under CI
+(`require_tool`, `require_module`).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 
@@ -31,7 +33,19 @@ def require_tool(name: str) -> str:
     """The path of a command-line tool; skips locally when missing, fails under CI."""
     path = shutil.which(name)
     if path is None:
-        if UNDER_CI:
-            pytest.fail(f"{name} is required under CI but is not installed")
-        pytest.skip(f"{name} is not installed")
+        _missing(name)
     return path
+
+
+def require_module(name: str):
+    """An importable Python module (a test dependency); skips locally when missing, fails under CI."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        _missing(f"the Python module {name}")
+
+
+def _missing(what: str):
+    if UNDER_CI:
+        pytest.fail(f"{what} is required under CI but is not installed")
+    pytest.skip(f"{what} is not installed")
