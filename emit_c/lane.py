@@ -3,10 +3,13 @@
     emit_lane_module(module, "kernels.nupp", "nupp_", gang=8) -> CModule
 
 Takes lane IR (the lane rewrite's, lane_rewrite/rewrite.py: admitted span
-loops become `Gang`s, sized by lane_rewrite/gang_size.py, verified) and emits C with the same `CModule` /
-`CFunction` and ABI as `emit_c.scalar` (emit_c/__init__.py), so the host
-binds either the same way.  Everything outside a Gang is the scalar
-emitter's (`scalar._ModuleEmitter` / `_FunctionEmitter`, subclassed here);
+loops become `Gang`s, sized by lane_rewrite/gang_size.py, verified) and
+emits C with the same `CModule` / `CFunction` and ABI as `emit_c.scalar`
+(emit_c/__init__.py), so the host binds either the same way.  The unit is
+emit_c/unit.py's, this module's variant adding its `vectors` section
+(`LanePreamble`: the vector typedefs and lane forms its functions used).
+Everything outside a Gang is the shared function emitter's
+(emit_c/function_c.py `FunctionEmitter`, whose hooks the lane one overrides);
 a Gang becomes
 
     {
@@ -66,7 +69,8 @@ from nupp.emit_c.helpers import C_OPS, c_const, c_type
 from nupp.emit_c.lane_helpers import lane_form, lanes_helper
 from nupp.emit_c.lane_memory import LaneMemory
 from nupp.emit_c.lane_vectors import BLEND, ELEMENTS, LANE, SHORT, SIZES
-from nupp.emit_c.scalar import CModule, _bare, _constant, _FunctionEmitter, _ModuleEmitter
+from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
+from nupp.emit_c.unit import CModule, ModuleContext, TranslationUnit, emit_unit
 from nupp.errors import InternalError
 from nupp.scalar_ir.lanes import GANG_SIZES, is_varying
 from nupp.scalar_ir import nodes as ir
@@ -154,7 +158,7 @@ def _binary32_operands(e: ir.Op) -> Optional[tuple]:
 def emit_lane_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_") -> CModule:
     """The lane C of a lane IR module (rewritten and sized, verified): each Gang
     runs in gangs of its size (4, 8 or 16) with an n mod G scalar tail."""
-    return _LaneModuleEmitter(module, path, symbol_prefix, _gang_size(module)).emit()
+    return emit_unit(module, path, symbol_prefix, _LaneC(_gang_size(module)))
 
 
 def _gang_size(module: ir.Module) -> Optional[int]:
@@ -165,13 +169,43 @@ def _gang_size(module: ir.Module) -> Optional[int]:
     return next(iter(sizes), None)
 
 
-class _LaneModuleEmitter(_ModuleEmitter):
-    def __init__(self, module: ir.Module, path: str, symbol_prefix: str, gang: Optional[int]):
-        super().__init__(module, path, symbol_prefix)
+class _LaneC:
+    """The lane variant of a C unit (emit_c/unit.py `Variant`): the lane
+    function emitter, and the `vectors` section of what its functions used."""
+
+    def __init__(self, gang: Optional[int]):
+        self.kind = f"lane C ({f'gangs of {gang}' if gang else 'no loop in gangs'})"
+        self.preamble = LanePreamble(gang)
+
+    def function_emitter(self, mod: ModuleContext, fn: ir.Function) -> "_LaneFunctionEmitter":
+        return _LaneFunctionEmitter(mod, fn, self.preamble)
+
+    def add_sections(self, unit: TranslationUnit) -> None:
+        section = self.preamble.section()
+        if section:
+            unit.add("vectors", section)
+
+
+class LanePreamble:
+    """What lane C's functions use of the vector machinery, for the unit's
+    `vectors` section: the vector typedefs, the mask-lanes helper, the lane
+    forms (emit_c/lane_helpers.py), and the includes those need."""
+
+    def __init__(self, gang: Optional[int]):
         self.gang = gang
         self.vector_types: set[str] = set()   # element C types whose vector is used
         self.lanes_used = False  # nu_lanes_xG (which lanes of a mask are set) is called
         self.lane_forms: dict[str, str] = {}  # op -> C of its lane form, callees first
+
+    def vector(self, element: str) -> str:
+        """The vector type of G `element` lanes, its typedef recorded."""
+        self.vector_types.add(element)
+        return f"nu_{SHORT[element]}x{self.gang}"
+
+    def use_lanes(self) -> str:
+        """The name of the mask-lanes helper, recorded."""
+        self.lanes_used = True
+        return f"nu_lanes_x{self.gang}"
 
     def use_lane_form(self, op: str) -> None:
         form = lane_form(op, self.gang)
@@ -183,44 +217,28 @@ class _LaneModuleEmitter(_ModuleEmitter):
             self.vector(element)
         self.lane_forms[op] = form.code
 
-    def vector(self, element: str) -> str:
-        self.vector_types.add(element)
-        return f"nu_{SHORT[element]}x{self.gang}"
-
-    def emit(self) -> CModule:
-        result = super().emit()
+    def section(self) -> str:
+        """The `vectors` section ("" when nothing is used): <string.h> (memcpy: a
+        gang's block of elements), <immintrin.h> where the target has SSE (the
+        lane helpers' intrinsics), the typedefs, the helpers."""
         g = self.gang
-        typedefs = "".join(
-            f"typedef {e} nu_{SHORT[e]}x{g} __attribute__((vector_size({SIZES[e] * g})));\n"
-            for e in SIZES if e in self.vector_types)
+        code = "".join(f"typedef {e} nu_{SHORT[e]}x{g} __attribute__((vector_size({SIZES[e] * g})));\n"
+                       for e in SIZES if e in self.vector_types)
         if self.lanes_used:
-            typedefs += lanes_helper(g)
-        typedefs += "".join(self.lane_forms.values())
+            code += lanes_helper(g)
+        code += "".join(self.lane_forms.values())
         if self.lanes_used or self.lane_forms:
-            typedefs = "#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n" + typedefs
-        if typedefs:
-            typedefs = "#include <string.h>\n" + typedefs  # memcpy: a gang's block of elements
-        source = result.source
-        if typedefs:
-            lines = source.split("\n")
-            last = max(k for k, line in enumerate(lines) if line.startswith("#include"))
-            lines.insert(last + 1, "\n" + typedefs.rstrip("\n"))
-            source = "\n".join(lines)
-        return CModule(source, result.functions, result.cdef, result.errors)
-
-    def banner(self) -> str:
-        gangs = f"gangs of {self.gang}" if self.gang else "no loop in gangs"
-        return super().banner().replace(
-            "the scalar C of its @aot functions.", f"the lane C ({gangs}) of its @aot functions.", 1)
-
-    def function_emitter(self, fn: ir.Function):
-        return _LaneFunctionEmitter(self, fn)
+            code = "#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n" + code
+        if not code:
+            return ""
+        return "#include <string.h>\n" + code.rstrip("\n") + "\n"
 
 
-class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
-    def __init__(self, mod: _LaneModuleEmitter, fn: ir.Function):
+class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
+    def __init__(self, mod: ModuleContext, fn: ir.Function, preamble: LanePreamble):
         super().__init__(mod, fn)
-        self.gang = mod.gang
+        self.preamble = preamble
+        self.gang = preamble.gang
         self.varying_names: Optional[frozenset] = None  # in a gang body: its varying locals
         self.counter = ""     # the gang's counter (IR name)
         self.base = ""        # the C name of the gang's first index
@@ -340,11 +358,11 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         self.mod.use(rendering)
         target = self.lookup(name)
         for k in range(self.gang):
-            self.line(f"{target} = {_bare(rendering.scalar.format(self.read(target), f'{acc}[{k}]'))};")
+            self.line(f"{target} = {bare(rendering.scalar.format(self.read(target), f'{acc}[{k}]'))};")
 
     # ---- statements of a gang body (uniform ones are the scalar emitter's)
     def vec(self, width: Width) -> str:
-        return self.mod.vector(ELEMENTS[width])
+        return self.preamble.vector(ELEMENTS[width])
 
     def varying(self, e) -> bool:
         return self.varying_names is not None and is_varying(e, self.varying_names)
@@ -389,7 +407,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         if width is Width.BOOL:
             return f"(({new} & {mask}) | ({old} & ~{mask}))"
         element = ELEMENTS[width]
-        blend = self.mod.vector(BLEND[SIZES[element]])
+        blend = self.preamble.vector(BLEND[SIZES[element]])
         m = mask if SIZES[element] == 4 else f"__builtin_convertvector({mask}, {blend})"
         cast = "" if element == BLEND[SIZES[element]] else f"({self.vec(width)})"
         return f"{cast}((({blend}){new} & {m}) | (({blend}){old} & ~{m}))"
@@ -400,7 +418,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
         if self.varying_names is None or s.labels is not None or not self.chain_varies(s.orelse):
             return super().stmt_If(s)  # all uniform: the scalar if / else if / switch
         # a uniform condition whose elif chain varies further down: no `else if` chaining
-        self.line(f"if ({_bare(self.expr(s.cond))}) {{")
+        self.line(f"if ({bare(self.expr(s.cond))}) {{")
         self.block(s.then)
         self.line("} else {")
         self.block(s.orelse)
@@ -584,8 +602,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
 
     def lanes(self, mask: str) -> str:
         """C for the set lanes of a mask as the bits of an unsigned (lane k, bit k)."""
-        self.mod.lanes_used = True
-        return f"nu_lanes_x{self.gang}(&{self.read(mask)})"
+        return f"{self.preamble.use_lanes()}(&{self.read(mask)})"
 
     # ---- varying expressions
     def lane(self, e) -> str:
@@ -597,7 +614,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
             if isinstance(e, (ir.Var, ir.Const, ir.Len)):
                 return c
             t = self.temp()
-            self.line(f"const {c_type(e.width)} {t} = {_bare(c)};")
+            self.line(f"const {c_type(e.width)} {t} = {bare(c)};")
             self.reads.add(t)
             return t
         if e.width is Width.BOOL:
@@ -606,7 +623,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
 
     def lanes_of(self, lane_c: str) -> str:
         """A vector initializer: the C of lane LANE written out for each lane."""
-        return "{" + ", ".join(_bare(lane_c.replace(LANE, str(k))) for k in range(self.gang)) + "}"
+        return "{" + ", ".join(bare(lane_c.replace(LANE, str(k))) for k in range(self.gang)) + "}"
 
     def vector_expr(self, e) -> str:
         """A vector of e's lanes: the name of a vector local or temporary, or a
@@ -648,7 +665,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
             self.line(f"{c_type(e.width)} {value} = 0;")
             args.append(f"&{value}")
             lane_value = f"-(int32_t){value}" if e.width is Width.BOOL else value
-        self.line(f"{statuses}[l] = {self.mod.impls[e.func]}({', '.join(_bare(a) for a in args)});")
+        self.line(f"{statuses}[l] = {self.mod.impls[e.func]}({', '.join(bare(a) for a in args)});")
         if e.width is not None:
             self.line(f"{result}[l] = {lane_value};")
         self.depth -= 1
@@ -661,7 +678,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
     def broadcast(self, scalar: str, width: Width) -> str:
         t = self.temp()
         if width is Width.BOOL:
-            scalar = f"-(int32_t)({_bare(scalar)})"
+            scalar = f"-(int32_t)({bare(scalar)})"
         self.line(f"const {self.vec(width)} {t} = {{{', '.join([scalar] * self.gang)}}};")
         self.reads.add(t)
         return t
@@ -669,7 +686,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
     def per_lane(self, width: Width, lane_c: str) -> str:
         """A vector built from the scalar C of each lane (LANE replaced by its index)."""
         if width is Width.BOOL:
-            lane_c = f"-(int32_t)({_bare(lane_c)})"
+            lane_c = f"-(int32_t)({bare(lane_c)})"
         return self.named(width, self.lanes_of(lane_c))
 
     def per_lane_typed(self, element: str, lane_c: str) -> str:
@@ -691,10 +708,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
             args = [self.lane(e.args[0]), self.safe_divisor(e)]
         else:
             args = [self.lane(a) for a in e.args]
-        rendering = C_OPS[e.op]
-        if rendering.literal_safe is not None and (
-                any(_constant(a) for a in e.args) or e.args[0] == e.args[1]):
-            rendering = rendering.literal_safe
+        rendering = rendering_of(e)
         self.mod.use(rendering)
         return self.per_lane(e.width, rendering.scalar.format(*args))
 
@@ -713,7 +727,7 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
     def lane_call(self, e: ir.Op, form) -> str:
         """`nu_<op>xG(&r, &a, ...)`: the lane form of the op's helper (lane_helpers.py)."""
         args = [self.vector_expr(a) for a in e.args]
-        self.mod.use_lane_form(e.op)
+        self.preamble.use_lane_form(e.op)
         t = self.temp()
         self.line(f"{self.vec(e.width)} {t};")
         self.line(f"{form.name}(&{t}, {', '.join('&' + a for a in args)});")
@@ -773,6 +787,6 @@ class _LaneFunctionEmitter(LaneMemory, _FunctionEmitter):
     def named_typed(self, element: str, text: str) -> str:
         """A const vector temporary of `element` lanes holding `text`."""
         t = self.temp()
-        self.line(f"const {self.mod.vector(element)} {t} = {text};")
+        self.line(f"const {self.preamble.vector(element)} {t} = {text};")
         self.reads.add(t)
         return t

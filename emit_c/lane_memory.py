@@ -21,7 +21,7 @@ from typing import Optional
 
 from nupp.emit_c.helpers import FIELD_C_TYPES, c_type
 from nupp.emit_c.lane_vectors import BLEND, LANE, SIZES
-from nupp.emit_c.scalar import _bare
+from nupp.emit_c.function_c import bare
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.walk import own_exprs, statements, subexprs
 from nupp.scalar_ir.widths import FIELD_STORAGE
@@ -47,7 +47,7 @@ class LaneMemory:
         value = self.store_value(s.value, self.lane(s.value), storage)
         guard = "" if self.mask is None else f"if ({self.read(self.mask)}[l]) "
         self.line(f"for (int l = 0; l < {self.gang}; l++) "
-                  f"{guard}{element.replace(LANE, 'l')} = {_bare(value.replace(LANE, 'l'))};")
+                  f"{guard}{element.replace(LANE, 'l')} = {bare(value.replace(LANE, 'l'))};")
 
     def whole_element_stores(self, gang: ir.Gang) -> dict[int, str]:
         """The stores that may wait for one another to write the gang's elements
@@ -71,7 +71,7 @@ class LaneMemory:
         """Keep a field's vector (as the signed integers of its size); with the
         last field of the span, interleave them and write the G elements."""
         vector = self.stored_vector(s.value, storage)
-        bits = self.mod.vector(BLEND[SIZES[FIELD_C_TYPES[storage.name]]])
+        bits = self.preamble.vector(BLEND[SIZES[FIELD_C_TYPES[storage.name]]])
         self.pending.setdefault(s.span, {})[s.field] = self.named_typed(
             BLEND[SIZES[FIELD_C_TYPES[storage.name]]], f"({bits}){vector}")
         fields = [n for n, _ in self.mod.module.struct(self.spans[s.span][2].struct).fields]
@@ -110,16 +110,16 @@ class LaneMemory:
             vector = self.vector_expr(e)
             if c_type(e.width) == stored:
                 return vector
-            unsigned = self.mod.vector(f"uint{storage.bits}_t")
-            return self.named_typed(stored, f"({self.mod.vector(stored)})__builtin_convertvector({vector}, {unsigned})")
+            unsigned = self.preamble.vector(f"uint{storage.bits}_t")
+            return self.named_typed(stored, f"({self.preamble.vector(stored)})__builtin_convertvector({vector}, {unsigned})")
         vector = self.vector_expr(e)
         if c_type(e.width) != stored:
-            vector = self.named_typed(stored, f"__builtin_convertvector({vector}, {self.mod.vector(stored)})")
+            vector = self.named_typed(stored, f"__builtin_convertvector({vector}, {self.preamble.vector(stored)})")
         if stored != "float" or isinstance(e, ir.Const):
             return vector
-        bits = self.mod.vector("int32_t")
+        bits = self.preamble.vector("int32_t")
         nan = self.named_typed("int32_t", "{" + ", ".join(["0x7FC00000"] * self.gang) + "}")
-        return self.named_typed(stored, f"({self.mod.vector(stored)})((({bits}){vector} & ~({vector} != {vector}))"
+        return self.named_typed(stored, f"({self.preamble.vector(stored)})((({bits}){vector} & ~({vector} != {vector}))"
                                         f" | ({nan} & ({vector} != {vector})))")
 
     def field_of(self, span: str, name: str):
@@ -148,7 +148,7 @@ class LaneMemory:
         shuffles picking the field's lanes (`__builtin_shufflevector`: Clang,
         GCC 12 on; an older GCC reads the lanes one by one)."""
         index, count = self.block_of(span, name)
-        pointer, vector, g = self.spans[span][0], self.mod.vector(element), self.gang
+        pointer, vector, g = self.spans[span][0], self.preamble.vector(element), self.gang
         parts = [self.temp("v") for _ in range(count)]
         t = self.temp()
         self.line("#if defined(__clang__) || __GNUC__ >= 12")
@@ -206,7 +206,7 @@ class LaneMemory:
         stored = FIELD_C_TYPES[storage.name]
         if whole:
             t = self.temp()
-            self.line(f"{self.mod.vector(stored)} {t};")
+            self.line(f"{self.preamble.vector(stored)} {t};")
             self.line(f"memcpy(&{t}, &{pointer}[{self.read(self.base)} - 1].{field}, sizeof {t});")
             self.reads.add(t)
             return t, stored
