@@ -154,34 +154,15 @@ class FunctionEmitter:
 
     # ---- the function
     def emit(self) -> tuple[str, CFunction, str]:
-        fn, mod = self.fn, self.mod
-        params, cdef_params, abi = [], [], []
-        for p in fn.params:
-            if isinstance(p.type, ir.SpanType):
-                pointer, length = self.names.fresh("p_", p.name), self.names.fresh("n_", p.name)
-                self.scopes[0][p.name] = pointer
-                self.spans[p.name] = (pointer, length, p.type)
-                struct_c = mod.structs[p.type.struct][0]
-                const = "" if p.type.writable else "const "
-                restrict = "restrict " if self.restrict(p) else ""
-                params += [f"{const}{struct_c} *{restrict}{pointer}", f"int32_t {length}"]
-                cdef_params += [f"void *{pointer}", f"int32_t {length}"]
-                abi += [(p.name, "void *"), (f"#{p.name}", "int32_t")]
-            else:
-                c_name = self.bind(p.name, "p_")
-                params.append(f"{c_type(p.type)} {c_name}")
-                cdef_params.append(f"{c_type(p.type)} {c_name}")
-                abi.append((p.name, c_type(p.type)))
-        if fn.result is not None:
-            params.append(f"{c_type(fn.result)} *result")
-            cdef_params.append(f"{c_type(fn.result)} *result")
+        """(the C of the implementation and the export, the CFunction, its cdef line)."""
+        fn = self.fn
+        params, cdef_params, abi = self.parameters()
         for s in fn.body:
             self.stmt(s)
         if not (fn.body and isinstance(fn.body[-1], ir.Return)):
             self.line("return 0;")
         body = self.finish_body()
-
-        impl, symbol = mod.impls[fn.name], mod.symbols[fn.name]
+        impl, symbol = self.mod.impls[fn.name], self.mod.symbols[fn.name]
         param_list = ", ".join(params) or "void"
         arg_names = [_param_name(p) for p in params]
         text = f"static {STATUS_T} {impl}({param_list})\n{{\n{body}}}\n\n"
@@ -189,6 +170,32 @@ class FunctionEmitter:
         cdef = f"{STATUS_T} {symbol}({', '.join(cdef_params) or 'void'});\n"
         result = c_type(fn.result) if fn.result is not None else None
         return text, CFunction(fn.name, symbol, tuple(abi), result), cdef
+
+    def parameters(self) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+        """The parameters bound in the function's scope, as (C declarations, cdef
+        declarations, ABI entries): a span is its pointer and length, a result
+        its out-pointer last."""
+        params, cdef_params, abi = [], [], []
+        for p in self.fn.params:
+            if isinstance(p.type, ir.SpanType):
+                pointer, length = self.names.fresh("p_", p.name), self.names.fresh("n_", p.name)
+                self.scopes[0][p.name] = pointer
+                self.spans[p.name] = (pointer, length, p.type)
+                struct_c = self.mod.structs[p.type.struct][0]
+                const = "" if p.type.writable else "const "
+                restrict = "restrict " if self.restrict(p) else ""
+                params += [f"{const}{struct_c} *{restrict}{pointer}", f"int32_t {length}"]
+                cdef_params += [f"void *{pointer}", f"int32_t {length}"]
+                abi += [(p.name, "void *"), (f"#{p.name}", "int32_t")]
+            else:
+                declaration = f"{c_type(p.type)} {self.bind(p.name, 'p_')}"
+                params.append(declaration)
+                cdef_params.append(declaration)
+                abi.append((p.name, c_type(p.type)))
+        if self.fn.result is not None:
+            params.append(f"{c_type(self.fn.result)} *result")
+            cdef_params.append(f"{c_type(self.fn.result)} *result")
+        return params, cdef_params, abi
 
     def export_body(self, impl: str, args: list[str]) -> str:
         call = f"{impl}({', '.join(args)})"

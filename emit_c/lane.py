@@ -200,6 +200,9 @@ class LanePreamble:
     def vector(self, element: str) -> str:
         """The vector type of G `element` lanes, its typedef recorded."""
         self.vector_types.add(element)
+        return self.vector_name(element)
+
+    def vector_name(self, element: str) -> str:
         return f"nu_{SHORT[element]}x{self.gang}"
 
     def use_lanes(self) -> str:
@@ -218,20 +221,23 @@ class LanePreamble:
         self.lane_forms[op] = form.code
 
     def section(self) -> str:
-        """The `vectors` section ("" when nothing is used): <string.h> (memcpy: a
-        gang's block of elements), <immintrin.h> where the target has SSE (the
-        lane helpers' intrinsics), the typedefs, the helpers."""
-        g = self.gang
-        code = "".join(f"typedef {e} nu_{SHORT[e]}x{g} __attribute__((vector_size({SIZES[e] * g})));\n"
-                       for e in SIZES if e in self.vector_types)
-        if self.lanes_used:
-            code += lanes_helper(g)
-        code += "".join(self.lane_forms.values())
-        if self.lanes_used or self.lane_forms:
-            code = "#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n" + code
-        if not code:
+        """The `vectors` section ("" when no vector is used): its includes, the
+        vector typedefs, then the mask-lanes helper and the lane forms."""
+        typedefs = [f"typedef {e} {self.vector_name(e)} __attribute__((vector_size({SIZES[e] * self.gang})));\n"
+                    for e in SIZES if e in self.vector_types]
+        helpers = ([lanes_helper(self.gang)] if self.lanes_used else []) + list(self.lane_forms.values())
+        if not typedefs and not helpers:
             return ""
-        return "#include <string.h>\n" + code.rstrip("\n") + "\n"
+        return "".join(_vector_includes(intrinsics=bool(helpers)) + typedefs + helpers).rstrip("\n") + "\n"
+
+
+def _vector_includes(intrinsics: bool) -> list[str]:
+    """<string.h> (memcpy: a gang's block of elements) and, for the helpers'
+    intrinsics, <immintrin.h> where the target has SSE."""
+    lines = ["#include <string.h>\n"]
+    if intrinsics:
+        lines.append("#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n")
+    return lines
 
 
 class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
