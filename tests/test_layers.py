@@ -11,11 +11,13 @@ every module from there.  Then each contract must be kept, and a copy with
 one injected import that breaks it must make lint-imports fail naming it.
 
 bench/ and tests/ are not installed: `nupp bench` run from the installed
-layout says it needs a source checkout (exit 2, no traceback).
+layout says it needs a source checkout (exit 2, no traceback), and every
+bench program imports from the checkout.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -116,3 +118,8 @@ def test_bench_needs_a_source_checkout(tree):
     assert proc.returncode == 2
     assert proc.stderr == ("nupp bench: error: nupp bench runs from a source checkout of nupp: "
                            "its benchmark programs are not installed\n")
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem != "__init__"))
+def test_bench_programs_import_from_the_checkout(name):
+    importlib.import_module(f"bench.{name}")  # the repository root is on sys.path (tests/ is a package in it)
