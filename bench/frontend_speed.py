@@ -6,8 +6,8 @@ Measures, in one process:
 
 * grammar construction: the first parse builds the lark LALR parser (once
   per process); reported on its own and excluded from everything else;
-* the BENCH programs: parse, and parse + translate (`translate` parses,
-  validates, lowers and writes Lua), of the five kernel-subset-spike kernels
+* the BENCH programs: parse, and parse + translate (`translate` runs the
+  front end, verifies and folds the IR, and writes Lua), of the five kernel-subset-spike kernels
   and their `_main.nupp` host scripts together, median of --runs passes;
 * a generated module of about --lines lines (default 5000) of varied,
   realistic Nupp: parse alone and parse + translate, in lines per second.
