@@ -1,1 +1,4 @@
-"""Frontend: the lark grammar, parser, AST with source spans, diagnostics and the Lua translator."""
+"""The front end: source bytes to a syntax tree (lexer, lark grammar, parser), the
+checks of ordinary Nupp and of the AOT subset, and lowering of `@aot` functions
+to scalar IR as the checker types them (`lower.lower`, run once per module by
+the pipeline)."""

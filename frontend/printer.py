@@ -4,7 +4,7 @@ One writer serves two purposes:
 
 * `format_nupp(chunk)` pretty-prints Nupp source; parsing its output gives
   back an equal tree (spans aside).
-* `LuaWriter` (used by `frontend.to_lua`) prints a tree that the translator
+* `LuaWriter` (used by `emit_lua.to_lua`) prints a tree that the translator
   has already reduced to plain Lua 5.1, placing every node on its source line
   so that LuaJIT's error messages point at the `.nupp` line.
 

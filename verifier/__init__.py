@@ -1,4 +1,4 @@
-"""The IR verifier, run after lowering and after every rewrite (issue: checker/IR/verifier).
+"""The IR verifier, run by the pipeline after lowering and after every pass (nupp/pipeline.py).
 
 `verify_module(module)` returns every broken invariant as a `VerifyError`
 (function, loc, rule, message); `check(module, stage)` raises an
