@@ -56,8 +56,10 @@ from dataclasses import dataclass
 from textwrap import dedent
 from typing import Iterable, Optional
 
-from nupp.scalar_ir.ops import COMPARISONS, INT_WIDTHS, OPS
-from nupp.scalar_ir.widths import CONVERSIONS, Width
+from nupp.scalar_ir.numerics import (EXP_COEFFICIENTS, EXP_DEGREE, EXP_HIGH, EXP_LOW, EXP_SCALE,
+                                     EXP_SQUARINGS)
+from nupp.scalar_ir.ops import COMPARISONS, INT_WIDTHS, check_rendered
+from nupp.scalar_ir.widths import Width
 
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
                                       Width.I64, Width.U64, Width.BOOL)
@@ -231,30 +233,30 @@ for _w in INT_WIDTHS + (BOOL,):
 
 # ---- binary64 -------------------------------------------------------------------
 
+def _min_max_helper(kind: str, width: Width, library: str, nan: str, nan_c: str) -> None:
+    """nu_min_<w> / nu_max_<w>: `nan_c` if either is NaN; a < b picks a for min
+    (b for max), equal values (zeros of either sign) pick by a's sign."""
+    t, n = c_type(width), width.value
+    first, second = ("a", "b") if kind == "min" else ("b", "a")
+    order = "<" if kind == "min" else ">"
+    _helper(f"nu_{kind}_{n}", f"""
+        /* {library}.{kind}: {nan} if either is NaN; -0 < +0 */
+        static inline {t} nu_{kind}_{n}({t} a, {t} b)
+        {{
+            if (isnan(a) || isnan(b)) return {nan_c};
+            if (a {order} b) return a;
+            if (b {order} a) return b;
+            return signbit(a) ? {first} : {second}; /* equal: zeros of either sign */
+        }}
+    """, headers=[MATH_H])
+
+
 _helper("nu_mod_f64", """
     /* Lua 5.1's a % b = a - floor(a / b) * b, each step rounded once (5 % inf is NaN) */
     static inline double nu_mod_f64(double a, double b) { return a - floor(a / b) * b; }
 """, headers=[MATH_H])
-_helper("nu_min_f64", """
-    /* math.min: NaN if either is NaN; -0 < +0 */
-    static inline double nu_min_f64(double a, double b)
-    {
-        if (isnan(a) || isnan(b)) return (double)NAN;
-        if (a < b) return a;
-        if (b < a) return b;
-        return signbit(a) ? a : b; /* equal: zeros of either sign */
-    }
-""", headers=[MATH_H])
-_helper("nu_max_f64", """
-    /* math.max: NaN if either is NaN; -0 < +0 */
-    static inline double nu_max_f64(double a, double b)
-    {
-        if (isnan(a) || isnan(b)) return (double)NAN;
-        if (a > b) return a;
-        if (b > a) return b;
-        return signbit(a) ? b : a; /* equal: zeros of either sign */
-    }
-""", headers=[MATH_H])
+for _kind in ("min", "max"):
+    _min_max_helper(_kind, F64, "math", "NaN", "(double)NAN")
 _helper("nu_result_f64", """
     /* a binary64 result leaving for the host: any NaN as the quiet NaN 0x7FF8000000000000
        (LuaJIT misreads some NaN patterns, e.g. a negative one with a large payload) */
@@ -270,59 +272,33 @@ _helper("nu_f32_canon", """
        promoted to binary64 shows no payload, so a NaN computed earlier needs no select */
     static inline float nu_f32_canon(float x) { return isnan(x) ? NAN : x; }
 """, headers=[MATH_H])
-_helper("nu_min_f32", """
-    /* nupp.math.f32.min: the canonical NaN if either is NaN; -0 < +0 */
-    static inline float nu_min_f32(float a, float b)
-    {
-        if (isnan(a) || isnan(b)) return NAN;
-        if (a < b) return a;
-        if (b < a) return b;
-        return signbit(a) ? a : b; /* equal: zeros of either sign */
-    }
-""", headers=[MATH_H])
-_helper("nu_max_f32", """
-    /* nupp.math.f32.max: the canonical NaN if either is NaN; -0 < +0 */
-    static inline float nu_max_f32(float a, float b)
-    {
-        if (isnan(a) || isnan(b)) return NAN;
-        if (a > b) return a;
-        if (b > a) return b;
-        return signbit(a) ? b : a; /* equal: zeros of either sign */
-    }
-""", headers=[MATH_H])
+for _kind in ("min", "max"):
+    _min_max_helper(_kind, F32, "nupp.math.f32", "the canonical NaN", "NAN")
 
 
-def _exp_coefficients() -> tuple[float, ...]:
-    """1/k! rounded to binary32, k = 0..12 (exact: k! is a binary32 value, one division)."""
-    import struct
-    return tuple(struct.unpack("<f", struct.pack("<f", 1.0 / math.factorial(k)))[0] for k in range(13))
+def _f32_literal(x: float) -> str:
+    return _hex_float(x) + "f"
 
 
-EXP_COEFFICIENTS = _exp_coefficients()
-_EXP_HORNER = "\n".join(f"    p = fmaf(p, t, {_hex_float(c)}f); /* 1/{k}! */"
-                        for k, c in reversed(list(enumerate(EXP_COEFFICIENTS[:12]))))
-_helper("nu_exp_f32", """
-    /* nupp.math.f32.exp, the defined sequence: clamp to [-104, 88] (NaN stays NaN),
+_EXP_HORNER = "\n".join(f"        p = fmaf(p, t, {_f32_literal(c)}); /* 1/{k}! */"
+                        for k, c in reversed(list(enumerate(EXP_COEFFICIENTS[:EXP_DEGREE]))))
+_EXP_SQUARE = "\n".join(["        p = p * p;"] * EXP_SQUARINGS)
+_helper("nu_exp_f32", f"""
+    /* nupp.math.f32.exp, the defined sequence: clamp to [{EXP_LOW:g}, {EXP_HIGH:g}] (NaN stays NaN),
        t = x / 128, the degree-12 Taylor polynomial of exp(t) with binary32 coefficients
        1/k! in Horner order with fmaf, then seven binary32 squarings */
     static inline float nu_exp_f32(float x)
-    {
+    {{
         if (isnan(x)) return NAN;
-        if (x < -104.0f) x = -104.0f;
-        if (x > 88.0f) x = 88.0f;
-        const float t = x * 0x1p-7f;
-        float p = %s; /* 1/12! */
-    %s
-        p = p * p;
-        p = p * p;
-        p = p * p;
-        p = p * p;
-        p = p * p;
-        p = p * p;
-        p = p * p;
+        if (x < {EXP_LOW!r}f) x = {EXP_LOW!r}f;
+        if (x > {EXP_HIGH!r}f) x = {EXP_HIGH!r}f;
+        const float t = x * {_f32_literal(EXP_SCALE)};
+        float p = {_f32_literal(EXP_COEFFICIENTS[EXP_DEGREE])}; /* 1/{EXP_DEGREE}! */
+{_EXP_HORNER}
+{_EXP_SQUARE}
         return p;
-    }
-""" % (_hex_float(EXP_COEFFICIENTS[12]) + "f", _EXP_HORNER.replace("\n", "\n    ")), headers=[MATH_H])
+    }}
+""", headers=[MATH_H])
 _helper("nu_bits_f32", """
     /* nupp.math.f32.bits: the 32 bits of a binary32; a NaN gives the canonical 0x7FC00000 */
     static inline uint32_t nu_bits_f32(float x)
@@ -486,8 +462,7 @@ C_OPS.update({
     "frombits.u32.f32": _call("nu_frombits_f32", 1),
 })
 
-assert set(C_OPS) == set(OPS), sorted(set(OPS) ^ set(C_OPS))
-assert all(f"{kind}.{a}.{b}" in C_OPS for (a, b), (kind, _) in CONVERSIONS.items())
+check_rendered("emit_c/helpers.py C_OPS", C_OPS)
 for _rendering in C_OPS.values():
     for _name in _rendering.helpers + (_rendering.literal_safe.helpers if _rendering.literal_safe else ()):
         assert _name in HELPERS, _name

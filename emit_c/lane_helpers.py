@@ -13,7 +13,7 @@ signed zeros, infinities, the clamps of exp.
                   picks b, equal (zeros of either sign) picks by a's sign
   fma.f32         correctly rounded: the FMA instruction where the tier has it
                   (__FMA__ / AVX-512), else fmaf per lane
-  exp.f32         helpers.EXP_COEFFICIENTS, the same clamp, Horner order with fma
+  exp.f32         numerics.EXP_COEFFICIENTS, the same clamp, Horner order with fma
                   and seven squarings as nu_exp_f32
   bits / fromBits the canonical NaN pattern 0x7FC00000 for any NaN
 
@@ -26,7 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from nupp.emit_c.helpers import EXP_COEFFICIENTS, _hex_float
+from nupp.emit_c.helpers import _f32_literal
+from nupp.scalar_ir.numerics import (EXP_COEFFICIENTS, EXP_DEGREE, EXP_HIGH, EXP_LOW, EXP_SCALE,
+                                     EXP_SQUARINGS)
+from nupp.scalar_ir.ops import OPS, RULE, check_rendered
 
 F32_NAN, F64_NAN = "0x7FC00000", "0x7FF8000000000000"
 
@@ -149,21 +152,23 @@ def _fma_f32(g: int) -> LaneForm:
 def _exp_f32(g: int) -> LaneForm:
     f, i = f"nu_f32x{g}", f"nu_i32x{g}"
     name, fma = f"nu_exp_f32x{g}", f"nu_fma_f32x{g}"
-    horner = "\n".join(f"    {{ const {f} c = {_splat(_hex_float(c) + 'f', g)}; {fma}(&p, &p, &t, &c); }}"
-                       for c in reversed(EXP_COEFFICIENTS[:12]))
+    low, high = _splat(f"{EXP_LOW!r}f", g), _splat(f"{EXP_HIGH!r}f", g)
+    scale = _splat(_f32_literal(EXP_SCALE), g)
+    horner = "\n".join(f"    {{ const {f} c = {_splat(_f32_literal(c), g)}; {fma}(&p, &p, &t, &c); }}"
+                       for c in reversed(EXP_COEFFICIENTS[:EXP_DEGREE]))
     code = f"""
 /* exp.f32 per lane: nu_exp_f32's sequence (clamp, t = x / 128, Horner with fma, seven squarings) */
 static inline void {name}({f} *r, const {f} *a)
 {{
     const {i} nan = (*a != *a);
-    const {f} lo = {_splat("-104.0f", g)}, hi = {_splat("88.0f", g)}, scale = {_splat("0x1p-7f", g)};
+    const {f} lo = {low}, hi = {high}, scale = {scale};
     const {i} below = *a < lo, above = *a > hi;
     {f} x = ({f})((({i})*a & ~below) | (({i})lo & below));
     x = ({f})((({i})x & ~above) | (({i})hi & above));
     const {f} t = x * scale;
-    {f} p = {_splat(_hex_float(EXP_COEFFICIENTS[12]) + "f", g)};
+    {f} p = {_splat(_f32_literal(EXP_COEFFICIENTS[EXP_DEGREE]), g)};
 {horner}
-    for (int k = 0; k < 7; k++) p = p * p;
+    for (int k = 0; k < {EXP_SQUARINGS}; k++) p = p * p;
     const {i} canonical = {_splat(F32_NAN, g)};
     *r = ({f})((({i})p & ~nan) | (canonical & nan));
 }}
@@ -210,3 +215,6 @@ LANE_FORMS = {
     "bits.f32.u32": _bits_f32,
     "frombits.u32.f32": _frombits_f32,
 }
+# lane C runs operators and casts natively (lane_vectors.py): a form is for a rule
+check_rendered("emit_c/lane_helpers.py LANE_FORMS", LANE_FORMS,
+               expected=[op for op, info in OPS.items() if info.vector == RULE], partial=True)

@@ -21,7 +21,7 @@ from dataclasses import replace
 from nupp.frontend import ast
 from nupp.frontend.printer import lua_string
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.ops import OPS
+from nupp.scalar_ir.ops import OPS, check_rendered
 from nupp.scalar_ir.widths import Width
 
 OPS_TABLE = "__nupp_ops"
@@ -46,6 +46,7 @@ for _w in ("i32", "i64", "u64"):
     for _base, _fn in (("band", "band"), ("bor", "bor"), ("bxor", "bxor"), ("bnot", "bnot"),
                        ("shl", "lshift"), ("shr", "rshift")):
         NATIVE[f"{_base}.{_w}"] = ("bit", _fn)
+check_rendered("emit_lua/aot_to_lua.py NATIVE", NATIVE, partial=True)  # the rest: ops.lua
 
 
 def runtime_ops() -> list[str]:

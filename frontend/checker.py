@@ -27,7 +27,7 @@ from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, arith_op, compare_op
 from nupp.scalar_ir.walk import subexprs
 from nupp.scalar_ir.widths import (CONVERSIONS, FIELD_STORAGE, TYPE_WIDTHS, Width, conversion_name,
-                                   integer_fits)
+                                   holds_in_binary32, integer_fits)
 
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
                                       Width.I64, Width.U64, Width.BOOL)
@@ -61,30 +61,12 @@ class CheckError(Exception):
 
 # ---- the nupp.math surface ------------------------------------------------------------
 
-# callee path -> (opcode, parameter widths); an int32/uint32 argument to an
-# entry conversion is promoted to binary64 first (written down).
+# callee path -> (opcode, parameter widths), from the op table's `calls`; an
+# int32/uint32 argument to an entry conversion is promoted to binary64 first
+# (written down).
 MATH_CALLS: dict[tuple[str, ...], tuple[str, tuple[Width, ...]]] = {
-    ("nupp", "math", "f32", name): (f"{name}.f32", OPS[f"{name}.f32"].operands)
-    for name in ("add", "sub", "mul", "div", "sqrt", "neg", "abs", "min", "max", "fma", "exp")
+    tuple(name.split(".")): (op, info.operands) for op, info in OPS.items() for name in info.calls
 }
-MATH_CALLS.update({
-    ("nupp", "math", "f32", "narrow"): ("narrow.f64.f32", (F64,)),
-    ("nupp", "math", "f32", "bits"): ("bits.f32.u32", (F32,)),
-    ("nupp", "math", "f32", "fromBits"): ("frombits.u32.f32", (U32,)),
-    ("nupp", "math", "i32", "wrap"): ("wrap.f64.i32", (F64,)),
-    ("nupp", "math", "u32", "wrap"): ("wrap.f64.u32", (F64,)),
-    ("nupp", "math", "i64", "wrap"): ("wrap.f64.i64", (F64,)),
-    ("nupp", "math", "u64", "wrap"): ("wrap.f64.u64", (F64,)),
-    ("nupp", "math", "u32", "fromI32"): ("reinterpret.i32.u32", (I32,)),
-    ("nupp", "math", "i32", "fromU32"): ("reinterpret.u32.i32", (U32,)),
-    ("nupp", "math", "u32", "toI32"): ("reinterpret.u32.i32", (U32,)),
-    ("math", "sqrt"): ("sqrt.f64", (F64,)),
-    ("math", "abs"): ("abs.f64", (F64,)),
-    ("math", "floor"): ("floor.f64", (F64,)),
-    ("math", "ceil"): ("ceil.f64", (F64,)),
-    ("math", "min"): ("min.f64", (F64, F64)),
-    ("math", "max"): ("max.f64", (F64, F64)),
-})
 # Entry conversions take a binary64; a 32-bit integer argument is promoted.
 ENTRY_CONVERSIONS = {"narrow.f64.f32", "wrap.f64.i32", "wrap.f64.u32", "wrap.f64.i64", "wrap.f64.u64"}
 # What to suggest when a binary64 reaches a fixed-width operand.
@@ -1155,7 +1137,7 @@ class Checker:
                 return Invalid(lit.loc)
             return ir.Const(int(lit.value), width, lit.loc)
         if width == F32:
-            if float(lit.value) != _round_f32(float(lit.value)):
+            if not holds_in_binary32(float(lit.value)):
                 return self.refuse(node or lit.node, f"{_literal_text(lit)} is not exactly a binary32 value",
                                    "narrow it: nupp.math.f32.narrow(x)")
             return ir.Const(float(lit.value), F32, lit.loc)
@@ -1309,14 +1291,6 @@ def _mix_hint(a: Width, b: Width) -> str:
         return "widen the uint32 to int64 first, exactly: `local w: int64 = x`"
     return ("nothing converts between int64 and uint64 (their wrap functions take a binary64): "
             "declare both operands with one signedness")
-
-
-def _round_f32(x: float) -> float:
-    import struct
-    try:
-        return struct.unpack("f", struct.pack("f", x))[0]
-    except OverflowError:
-        return float("inf") if x > 0 else float("-inf")
 
 
 def _length_bound(start, stop, step: int) -> str:

@@ -30,8 +30,8 @@ Values, by width:
 
 The folder is meant to be an independent reading of the spec: it shares no
 code with runtime/lua/math.lua or tests/oracles.py.  binary32 rounding of a
-binary64 value is C's `(float)x` (through `struct`); exactly rounded rationals
-(`fma`, the `exp` coefficients) use integer arithmetic; Python's own float
+binary64 value is C's `(float)x`, exactly rounded rationals (`fma`, the `exp`
+coefficients) use integer arithmetic (both in numerics.py); Python's own float
 operators supply binary64's, except where Python departs from IEEE 754
 (division by zero, `math.floor` of an infinity, `math.sqrt` of a negative).
 """
@@ -47,17 +47,16 @@ from typing import Callable
 
 from nupp.errors import InternalError
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.ops import COMPARISONS, INT_WIDTHS, OPS, SHORT_CIRCUIT
+from nupp.scalar_ir.numerics import (EXP_COEFFICIENTS, EXP_DEGREE, EXP_HIGH, EXP_LOW, EXP_SCALE,
+                                     EXP_SQUARINGS, INF, NAN, f32_of_rational, round_f32)
+from nupp.scalar_ir.ops import COMPARISONS, INT_WIDTHS, OPS, SHORT_CIRCUIT, check_rendered
 from nupp.scalar_ir.transform import Transform
-from nupp.scalar_ir.widths import CONVERSIONS, Width
+from nupp.scalar_ir.widths import CONVERSIONS, Width, holds_in_binary32
 
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
                                       Width.I64, Width.U64, Width.BOOL)
 
-NAN = float("nan")
-INF = float("inf")
 CANONICAL_NAN_BITS = 0x7FC00000
-FLT_MAX = math.ldexp(2.0 ** 24 - 1, 104)  # (2 - 2^-23) * 2^127
 
 
 class FoldError(Exception):
@@ -175,38 +174,6 @@ _FLOAT32 = struct.Struct("<f")
 _UINT32 = struct.Struct("<I")
 
 
-def _round_f32(x: float) -> float:
-    """binary64 -> nearest binary32, ties to even (C's (float)x), as a float.
-
-    struct raises OverflowError exactly when (float)x rounded a finite x to an
-    infinity, which is then the answer."""
-    if x != x:
-        return NAN
-    try:
-        return _FLOAT32.unpack(_FLOAT32.pack(x))[0]
-    except OverflowError:
-        return math.copysign(INF, x)
-
-
-def _f32_of_rational(q: Fraction) -> float:
-    """A nonzero rational rounded once to binary32, to nearest with ties to
-    even, subnormals and overflow included (integer arithmetic only)."""
-    num, den = abs(q.numerator), q.denominator
-    # e with 2^e <= num/den < 2^(e+1)
-    e = num.bit_length() - den.bit_length()
-    if (num << max(-e, 0)) < (den << max(e, 0)):
-        e -= 1
-    quantum = max(e, -126) - 23  # exponent of the binary32 ulp there (2^-149 at the bottom)
-    n, d = (num, den << quantum) if quantum >= 0 else (num << -quantum, den)
-    units, rest = divmod(n, d)
-    if 2 * rest > d or (2 * rest == d and units & 1):
-        units += 1  # may carry into the next binade: still exact below
-    magnitude = math.ldexp(units, quantum)  # units <= 2^24: exact in binary64
-    if magnitude > FLT_MAX:
-        magnitude = INF
-    return -magnitude if q < 0 else magnitude
-
-
 def _f32_nan(x: float) -> float:
     """Any NaN result is the canonical NaN (one Python NaN stands for it)."""
     return NAN if x != x else x
@@ -215,23 +182,23 @@ def _f32_nan(x: float) -> float:
 # add/sub/mul/div/sqrt: computed in binary64 and rounded once, which equals
 # the binary32 operation because 53 >= 2 * 24 + 2.
 def _add_f32(a: float, b: float) -> float:
-    return _round_f32(a + b)
+    return round_f32(a + b)
 
 
 def _sub_f32(a: float, b: float) -> float:
-    return _round_f32(a - b)
+    return round_f32(a - b)
 
 
 def _mul_f32(a: float, b: float) -> float:
-    return _round_f32(a * b)
+    return round_f32(a * b)
 
 
 def _div_f32(a: float, b: float) -> float:
-    return _round_f32(_div_f64(a, b))
+    return round_f32(_div_f64(a, b))
 
 
 def _sqrt_f32(a: float) -> float:
-    return _round_f32(_sqrt_f64(a))
+    return round_f32(_sqrt_f64(a))
 
 
 def _fma_f32(a: float, b: float, c: float) -> float:
@@ -248,25 +215,20 @@ def _fma_f32(a: float, b: float, c: float) -> float:
         both_negative_zeros = (product == 0 and c == 0.0 and product_negative
                                and math.copysign(1.0, c) < 0)
         return -0.0 if both_negative_zeros else 0.0
-    return _f32_of_rational(total)
+    return f32_of_rational(total)
 
 
 # exp: clamp, t = x / 128, degree-12 Taylor polynomial in Horner order with
-# fma, seven squarings (LANGUAGE.md section 5).
-_EXP_COEFFICIENTS = tuple(_f32_of_rational(Fraction(1, math.factorial(k))) for k in range(13))
-_EXP_SCALE = 0.0078125  # 2^-7, a binary32 value
-_EXP_LOW, _EXP_HIGH = -104.0, 88.0
-
-
+# fma, seven squarings (LANGUAGE.md section 5; the constants: numerics.py).
 def _exp_f32(x: float) -> float:
     if x != x:
         return NAN
-    x = min(max(x, _EXP_LOW), _EXP_HIGH)
-    t = _mul_f32(x, _EXP_SCALE)
-    p = _EXP_COEFFICIENTS[12]
-    for k in range(11, -1, -1):
-        p = _fma_f32(p, t, _EXP_COEFFICIENTS[k])
-    for _ in range(7):
+    x = min(max(x, EXP_LOW), EXP_HIGH)
+    t = _mul_f32(x, EXP_SCALE)
+    p = EXP_COEFFICIENTS[EXP_DEGREE]
+    for k in range(EXP_DEGREE - 1, -1, -1):
+        p = _fma_f32(p, t, EXP_COEFFICIENTS[k])
+    for _ in range(EXP_SQUARINGS):
         p = _mul_f32(p, p)
     return p
 
@@ -299,7 +261,7 @@ def _conversion(kind: str, src: Width, dst: Width) -> Callable:
     if kind in ("promote", "round"):
         return float  # f32 -> f64 is the same value; int -> f64 rounds to nearest even
     if kind == "narrow":
-        return _round_f32
+        return round_f32
     if kind == "wrap":
         return lambda x: _wrap_f64(x, dst)
     if kind in ("reinterpret", "widen", "trunc"):
@@ -385,6 +347,7 @@ RULES["not.bool"] = operator.not_
 
 for (_src, _dst), (_kind, _) in CONVERSIONS.items():
     RULES[f"{_kind}.{_src}.{_dst}"] = _conversion(_kind, _src, _dst)
+check_rendered("scalar_ir/fold.py RULES", RULES)
 
 
 # ---------------------------------------------------------------------------
@@ -401,7 +364,7 @@ def is_value_of(value, width: Width) -> bool:
                 and width.int_range[0] <= value <= width.int_range[1])
     if not isinstance(value, float):
         return False
-    return width is F64 or value != value or _round_f32(value) == value
+    return width is F64 or holds_in_binary32(value)
 
 
 def _operand(value, width: Width):

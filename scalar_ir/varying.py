@@ -73,10 +73,7 @@ from dataclasses import dataclass
 
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.walk import blocks, fails_itself, own_exprs, subexprs, var_names
-from nupp.scalar_ir.ops import OPS
-
-# Ops a reduction may combine lanes with (when the op is also exact).
-REDUCTION_OPS = ("add", "sub", "mul", "band", "bor", "bxor", "min", "max")
+from nupp.scalar_ir.ops import OPS, REDUCTIONS
 
 
 @dataclass(frozen=True)
@@ -305,11 +302,11 @@ def _classify_carried(name: str, first_read: ir.Loc, inside) -> tuple[str | None
         return None, _inexact(name, op)
     return None, (f"%{name} carries a value from one iteration to the next (read at {first_read} "
                   f"before it is assigned) and is not a reduction %{name} = op(%{name}, ...) "
-                  f"with op one of {', '.join(REDUCTION_OPS)}")
+                  f"with op one of {', '.join(REDUCTIONS)}")
 
 
 def _reduction_op(name: str, value) -> str | None:
-    if not isinstance(value, ir.Op) or OPS[value.op].base not in REDUCTION_OPS or len(value.args) != 2:
+    if not isinstance(value, ir.Op) or OPS[value.op].base not in REDUCTIONS or len(value.args) != 2:
         return None
     left, right = value.args
     if _is_var(left, name) and name not in var_names(right):

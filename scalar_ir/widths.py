@@ -10,10 +10,10 @@ on which conversion exists and what it is called.
 
 from __future__ import annotations
 
-import struct
-
 from dataclasses import dataclass
 from enum import Enum
+
+from nupp.scalar_ir.numerics import round_f32
 
 
 class Width(Enum):
@@ -143,9 +143,4 @@ def integer_fits(value: int, width: Width) -> bool:
 
 def holds_in_binary32(x: float) -> bool:
     """Whether binary32 holds the binary64 `x` exactly (a NaN counts: it stays a NaN)."""
-    if x != x:
-        return True
-    try:
-        return struct.unpack("<f", struct.pack("<f", x))[0] == x
-    except OverflowError:  # finite beyond binary32's range
-        return False
+    return x != x or round_f32(x) == x

@@ -29,16 +29,17 @@ from pathlib import Path
 
 import pytest
 
-from nupp.emit_c.helpers import C_OPS, EXP_COEFFICIENTS, HELPERS
+from nupp.emit_c.helpers import C_OPS, HELPERS
 from nupp.emit_c.scalar import CModule, comment_text, emit_module
 from nupp.errors import Source
 from nupp.pipeline import compile_module
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.fold import _EXP_COEFFICIENTS, FoldError, evaluate
+from nupp.scalar_ir.fold import FoldError, evaluate
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.text import parse_module
 from nupp.scalar_ir.widths import Width
 
+from . import oracles as o
 from .conftest import UNDER_CI, require_tool
 from .test_interp_vs_fold import edges
 
@@ -82,11 +83,10 @@ def test_comment_text_cannot_close_a_comment():
     assert comment_text("a */ b ??/ c\\ d\n é") == "a \\x2a/ b \\x3f\\x3f/ c\\x5c d\\x0a \\xe9"
 
 
-def test_exp_coefficients_are_the_folders():
-    assert EXP_COEFFICIENTS == _EXP_COEFFICIENTS
+def test_exp_helper_states_the_oracles_coefficients():
     code = HELPERS["nu_exp_f32"].code
-    for c in EXP_COEFFICIENTS[1:]:
-        mantissa, exponent = c.hex().split("p")
+    for bits in o.EXP_COEFFICIENT_BITS[1:]:
+        mantissa, exponent = float(o.f32_of_bits(bits)).hex().split("p")
         assert f"{mantissa.rstrip('0').rstrip('.')}p{exponent}f" in code
 
 

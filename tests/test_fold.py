@@ -29,6 +29,7 @@ from nupp.errors import InternalError
 from nupp.scalar_ir import fold
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import FoldError, evaluate, fold_function, fold_module
+from nupp.scalar_ir.numerics import EXP_COEFFICIENTS
 from nupp.scalar_ir.ops import COMPARISONS, INT_WIDTHS, OPS
 from nupp.scalar_ir.widths import Width
 from tests import oracles as o
@@ -724,7 +725,7 @@ def test_fma_near_midpoints_on_drawn_significands(sa, sb, sc, k, signs):
 
 
 def test_exp_coefficients_are_one_over_k_factorial_rounded():
-    for k, coefficient in enumerate(fold._EXP_COEFFICIENTS):
+    for k, coefficient in enumerate(EXP_COEFFICIENTS):
         assert f32_out(coefficient) == o.EXP_COEFFICIENT_BITS[k]
         assert coefficient == float(np.float32(1.0) / np.float32(math.factorial(k)))
 

@@ -247,8 +247,11 @@ local function fma(a, b, c)
     return rounded
 end
 
--- c[k] = 1/k! rounded to binary32: k! is itself a binary32 value for k <= 12
--- (its odd part has at most 24 bits), so one binary32 division is exact.
+-- exp's constants: the clamp, t = x * 2^-7, and c[k] = 1/k! rounded to
+-- binary32: k! is itself a binary32 value for k <= 12 (its odd part has at
+-- most 24 bits), so one binary32 division is exact.  The same numbers as
+-- scalar_ir/numerics.py (M.exp_constants; tests/test_op_table.py compares).
+local EXP_LOW, EXP_HIGH, EXP_SCALE = -104, 88, 0.0078125
 local EXP_COEFFS = {}
 do
     local factorial = 1
@@ -257,6 +260,7 @@ do
         EXP_COEFFS[k] = div(1, factorial)
     end
 end
+M.exp_constants = { low = EXP_LOW, high = EXP_HIGH, scale = EXP_SCALE, coefficients = EXP_COEFFS }
 local C0, C1, C2, C3, C4, C5, C6 = EXP_COEFFS[0], EXP_COEFFS[1], EXP_COEFFS[2],
     EXP_COEFFS[3], EXP_COEFFS[4], EXP_COEFFS[5], EXP_COEFFS[6]
 local C7, C8, C9, C10, C11, C12 = EXP_COEFFS[7], EXP_COEFFS[8], EXP_COEFFS[9],
@@ -265,8 +269,8 @@ local C7, C8, C9, C10, C11, C12 = EXP_COEFFS[7], EXP_COEFFS[8], EXP_COEFFS[9],
 -- Nupp's binary32 exp: the exact sequence every backend runs (section 5).
 local function exp32(x)
     if x ~= x then return NAN end
-    if x < -104 then x = -104 elseif x > 88 then x = 88 end
-    local t = mul(x, 0.0078125)
+    if x < EXP_LOW then x = EXP_LOW elseif x > EXP_HIGH then x = EXP_HIGH end
+    local t = mul(x, EXP_SCALE)
     local p = fma(C12, t, C11)
     p = fma(p, t, C10); p = fma(p, t, C9); p = fma(p, t, C8)
     p = fma(p, t, C7); p = fma(p, t, C6); p = fma(p, t, C5)
