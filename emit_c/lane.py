@@ -65,11 +65,11 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
+from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
 from nupp.emit_c.helpers import C_OPS, c_const, c_type
 from nupp.emit_c.lane_helpers import lane_form, lanes_helper
 from nupp.emit_c.lane_memory import LaneMemory
 from nupp.emit_c.lane_vectors import BLEND, ELEMENTS, LANE, SHORT, SIZES
-from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
 from nupp.emit_c.unit import CModule, ModuleContext, TranslationUnit, emit_unit
 from nupp.errors import InternalError
 from nupp.scalar_ir.lanes import GANG_SIZES, is_varying
