@@ -6,7 +6,11 @@ into one plain C11 translation unit (`CModule`): its `source`, one
 `ffi.cdef` and cffi, and the `errors` its status codes name.
 `emit_c.helpers` holds the opcode rendering table (`C_OPS`, every op of
 `scalar_ir.ops.OPS`) and the C helper library, one `static inline` helper
-per semantic rule, emitted only when used.
+per semantic rule, emitted only when used.  Both backends assemble one
+translation unit from named sections (`emit_c.unit`: banner, includes,
+vectors, helpers, types, functions) and emit statements and expressions
+through one public function emitter (`emit_c.function_c.FunctionEmitter`),
+which the lane emitter extends with the Gang and masked control.
 
 Build: `-std=c11 -O2 -ffp-contract=off -lm` (never fast math).  The C
 compiles warning-free under `-Wall -Wextra` (and `-Wpedantic`) with GCC and

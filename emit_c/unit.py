@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import Optional, Protocol
 
 from nupp.emit_c.helpers import FIELD_C_TYPES, Rendering, closure
 from nupp.scalar_ir import nodes as ir
-
-if TYPE_CHECKING:
-    from nupp.emit_c.function_c import FunctionEmitter
 
 INDENT = "    "
 
@@ -167,12 +164,19 @@ class ModuleContext:
 
 # ==== the unit ======================================================================
 
+class EmitsFunction(Protocol):
+    """A function's emitter as the unit uses it (function_c.FunctionEmitter is one)."""
+
+    def emit(self) -> tuple[str, CFunction, str]:
+        """The function's C text, its CFunction, its cdef line."""
+
+
 class Variant(Protocol):
     """What one kind of C output brings to the unit."""
 
     kind: str  # the banner's words: "scalar C", "lane C (gangs of 8)"
 
-    def function_emitter(self, mod: ModuleContext, fn: ir.Function) -> "FunctionEmitter": ...
+    def function_emitter(self, mod: ModuleContext, fn: ir.Function) -> EmitsFunction: ...
 
     def add_sections(self, unit: TranslationUnit) -> None:
         """Add its own sections, once every function is emitted."""
