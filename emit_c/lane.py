@@ -34,7 +34,7 @@ broadcast where it meets a varying operand.  A varying boolean is a *mask*:
 masks combine with & | ~ and select with bitwise blends.  Each op computes
 exactly its scalar rule per lane: as a native vector operator or
 `__builtin_convertvector` where that is the same IEEE / modular / C
-conversion per lane (`NATIVE`, `COMPARE`, `CONVERT` below: binary64 and
+conversion per lane (`NATIVE`, `COMPARE`, `CONVERT` in lane_vectors.py: binary64 and
 binary32 + - * / and negation, built with -ffp-contract=off; integer + - *
 in the unsigned vector type; bitwise ops; comparisons; conversions that are
 C casts), and otherwise by `for (int l = 0; l < G; l++) r[l] = <the C_OPS
@@ -62,52 +62,20 @@ undecided, so a lane the short circuit decided never raises in it.
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Optional
 
 from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
 from nupp.emit_c.helpers import C_OPS, c_const, c_type
 from nupp.emit_c.lane_helpers import lane_form, lanes_helper
 from nupp.emit_c.lane_memory import LaneMemory
-from nupp.emit_c.lane_vectors import BLEND, ELEMENTS, LANE, SHORT, SIZES
+from nupp.emit_c.lane_vectors import BLEND, COMPARE, CONVERT, ELEMENTS, LANE, NATIVE, SHORT, SIZES
 from nupp.emit_c.unit import CModule, ModuleContext, TranslationUnit, emit_unit
 from nupp.errors import InternalError
-from nupp.scalar_ir.lanes import GANG_SIZES, is_varying
+from nupp.scalar_ir.lanes import is_varying
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
 from nupp.scalar_ir.walk import breaks_leaving, fails_itself, own_exprs, raises, statements
 from nupp.scalar_ir.widths import Width, holds_in_binary32
-
-GANGS = GANG_SIZES
-
-# Ops whose native vector operator is, per lane, exactly the scalar rule:
-# op -> (C operator, the unsigned width to compute in for a signed integer, or None).
-NATIVE: dict[str, tuple[str, Optional[Width]]] = {}
-for _w in (Width.F64, Width.F32):
-    for _base, _sym in (("add", "+"), ("sub", "-"), ("mul", "*"), ("div", "/")):
-        NATIVE[f"{_base}.{_w}"] = (_sym, None)
-    NATIVE[f"neg.{_w}"] = ("-", None)
-for _w, _u in ((Width.I32, Width.U32), (Width.U32, None), (Width.I64, Width.U64), (Width.U64, None)):
-    for _base, _sym in (("add", "+"), ("sub", "-"), ("mul", "*")):
-        NATIVE[f"{_base}.{_w}"] = (_sym, _u)
-for _w in (Width.I32, Width.I64, Width.U64):
-    for _base, _sym in (("band", "&"), ("bor", "|"), ("bxor", "^")):
-        NATIVE[f"{_base}.{_w}"] = (_sym, None)
-    NATIVE[f"bnot.{_w}"] = ("~", None)
-# masks: 0 / -1 lanes, so the bitwise operators are the boolean ones
-for _base, _sym in (("and", "&"), ("or", "|"), ("ne", "^")):
-    NATIVE[f"{_base}.bool"] = (_sym, None)
-NATIVE["not.bool"] = ("~", None)
-
-# Comparisons of one width: a vector comparison gives 0 / -1 lanes of the
-# operands' size, exactly C's scalar comparison per lane (NaN included).
-COMPARE = {f"{base}.{w}": sym
-           for base, sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
-           for w in (Width.F64, Width.F32, Width.I32, Width.U32, Width.I64, Width.U64)}
-
-# Conversions whose scalar rule is a plain C cast: __builtin_convertvector
-# converts each lane as that cast does.
-CONVERT = {op for op in OPS if C_OPS[op].scalar in (f"(({c_type(OPS[op].result)}){{0}})",)}
 
 
 def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
@@ -119,21 +87,6 @@ def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
     declared |= {name for name, _ in gang.reductions}
     return {s.name: s.value.width for s in inside
             if isinstance(s, ir.Assign) and s.name in gang.varying and s.name not in declared}
-
-
-def _identity(op: str):
-    """The value x with op(x, y) == y for every y: where each lane's partial result starts."""
-    base, width = OPS[op].base, OPS[op].result
-    if base in ("add", "sub", "bor", "bxor"):
-        return 0
-    if base == "mul":
-        return 1
-    if base == "band":
-        return -1 if width.is_signed else (1 << width.bits) - 1
-    if width.is_float:
-        return math.inf if base == "min" else -math.inf
-    low, high = width.int_range
-    return high if base == "min" else low
 
 
 def _binary32_operands(e: ir.Op) -> Optional[tuple]:
@@ -350,7 +303,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         """A reduction's vector of per-lane partial results, each starting at the op's identity."""
         width = OPS[op].result
         acc = self.bind(name, "r_")
-        identity = c_const(_identity(op), width)
+        identity = c_const(OPS[op].identity, width)
         self.line(f"{self.vec(width)} {acc} = {{{', '.join([identity] * self.gang)}}};")
         self.reads.add(acc)
         return acc

@@ -131,20 +131,6 @@ def test_lane_c_runs_operators_and_casts_natively():
     assert lane_vectors.NATIVE["ne.bool"] == ("^", None) and lane_vectors.COMPARE["ne.i64"] == "!="
 
 
-def test_derived_lane_tables_are_lane_cs_own():
-    """While emit_c/lane.py still defines its own tables: they are the derived ones
-    (its COMPARE also names binary32 comparisons, which are no ops)."""
-    from nupp.emit_c import lane
-    if lane.NATIVE is lane_vectors.NATIVE:
-        pytest.skip("lane.py imports the derived tables")
-    assert lane.NATIVE == lane_vectors.NATIVE
-    assert lane.CONVERT == lane_vectors.CONVERT
-    assert {op: sym for op, sym in lane.COMPARE.items() if op in OPS} == lane_vectors.COMPARE
-    for op, info in OPS.items():
-        if info.identity is not None:
-            assert _same(lane._identity(op), info.identity), op
-
-
 # ---- completeness: an op in the table alone stops the backends ----------------------------
 
 def test_check_rendered_names_what_is_missing_and_unexpected():
