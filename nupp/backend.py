@@ -12,7 +12,7 @@ so a new backend is a new package plus one entry there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from nupp.scalar_ir import nodes as ir
 
@@ -27,6 +27,13 @@ class Backend:
     takes: str  # one of TAKES
     emit: Callable[[ir.Module, str, str], Any]
     describe: str = ""  # one line for listings
+    # why it cannot emit a function, or None; a backend that covers every
+    # verified function (the C backends) leaves it None
+    refuses: Optional[Callable[[ir.Function], Optional[str]]] = None
+
+    def refusal(self, fn: ir.Function) -> Optional[str]:
+        """Why this backend cannot emit `fn` (for `nupp emit --report`), or None."""
+        return self.refuses(fn) if self.refuses is not None else None
 
     def __post_init__(self):
         if self.takes not in TAKES:

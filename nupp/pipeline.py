@@ -10,7 +10,9 @@ feeds both the Lua writer and the IR; the verifier runs after every stage
 and nowhere else (a verifier failure is a compiler bug and says which rule
 broke where); lane IR is made once per module and sized once per gang.
 Backends (emit_c/, registered in targets/backends.py) only emit, and
-targets (targets/) only compile and link.
+targets (targets/) only compile and link.  How @aot functions run is a
+mode: "interp" (their IR as Lua) or one of LIBRARIES (at the end), each
+building the module's native library from a backend's output.
 
 Every stage walks trees recursively and a legal program can nest deeply, so
 the entry points here run `with_deep_stack` (nupp/deep_stack.py).
@@ -37,8 +39,6 @@ from nupp.targets.toolchain import build_library, build_units, find_toolchain
 from nupp.verifier import check as verify
 
 STAGES = ("lower", "fold", "lanes")
-MODES = ("interp", "scalar", "lane")  # how @aot functions run: their IR as Lua, scalar C, lane C
-NATIVE_MODES = ("scalar", "lane")
 
 
 # ---- the stages ---------------------------------------------------------------------
@@ -65,6 +65,11 @@ def sized(lanes: ir.Module, gang: int) -> ir.Module:
     return module
 
 
+def lanes_at(module: ir.Module, gang: int) -> ir.Module:
+    """The lane IR of verified scalar IR, sized to `gang`."""
+    return sized(lane_ir(module), gang)
+
+
 @with_deep_stack
 def compile_module(source: Source, after: str | None = None, gang: int = 8) -> ir.Module:
     """The IR of a module after stage `after` (default: fold, the last scalar
@@ -77,6 +82,17 @@ def compile_module(source: Source, after: str | None = None, gang: int = 8) -> i
         return front.module
     module = scalar_ir(front)
     return sized(lane_ir(module), gang) if after == "lanes" else module
+
+
+@with_deep_stack
+def emit(source: Source, backend: str, gang: int = 8, symbol_prefix: str = "nupp_"):
+    """A backend's artifact for a module (`nupp emit --c`): the IR the backend
+    takes (lane IR sized to `gang` for a lane backend), then its `emit`."""
+    chosen = backend_named(backend)
+    module = compile_module(source)
+    if chosen.takes == "lanes":
+        module = lanes_at(module, gang)
+    return chosen.emit(module, source.path, symbol_prefix)
 
 
 @with_deep_stack
@@ -138,12 +154,12 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
     stages run on a deep stack (nupp/deep_stack.py); `cpu_tier` runs on the
     caller's thread, which may hold the LuaJIT state it calls into."""
     with compiling():  # one pause of the garbage collector for every step
-        front, module, library = with_deep_stack(_compile_native)(source, request)
+        front, module, library = with_deep_stack(_stages_before_lua)(source, request)
         native = library.bind(cpu_tier, request) if library is not None else None
         return Compiled(with_deep_stack(write_lua)(front, module, native), native)
 
 
-def _compile_native(source: Source, request: Request):
+def _stages_before_lua(source: Source, request: Request):
     front = lower(source)                            # parse, validate, check: once per module
     module = scalar_ir(front)                        # verified after lowering and after fold
     library = native_library(module, source, request)  # the @aot functions' library, built (None: interp)
@@ -180,13 +196,21 @@ def native_library(module: ir.Module, source: Source, request: Request) -> Libra
         return None
     # a prefix per module: LuaJIT's C namespace is shared by every module of a state
     prefix = "nupp_" + hashlib.sha256(source_bytes(f"{source.path}\0{source.text}")).hexdigest()[:10] + "_"
-    toolchain = find_toolchain(request.cc)
-    if request.mode == "scalar":
-        c_module = backend_named("c").emit(module, source.path, prefix)
-        return Library(build_library(c_module.source, toolchain, source.path), (TierBuild(None, None, c_module),))
-    builds = tier_builds(module, source.path, prefix, request.gang, request.tier)
+    return LIBRARIES[request.mode](module, source.path, prefix, request)
+
+
+def scalar_library(module: ir.Module, path: str, prefix: str, request: Request) -> Library:
+    """One unit: the module's scalar C."""
+    c_module = backend_named("c").emit(module, path, prefix)
+    library = build_library(c_module.source, find_toolchain(request.cc), path)
+    return Library(library, (TierBuild(None, None, c_module),))
+
+
+def tiered_lane_library(module: ir.Module, path: str, prefix: str, request: Request) -> Library:
+    """A unit per feature tier (each tier's lane C, or its scalar C) and the dispatcher."""
+    builds = tier_builds(module, path, prefix, request.gang, request.tier)
     tiered = tiered_library(builds, prefix)
-    return Library(build_units(tiered.units, toolchain, source.path), builds, tiered)
+    return Library(build_units(tiered.units, find_toolchain(request.cc), path), builds, tiered)
 
 
 def tier_builds(module: ir.Module, path: str, prefix: str, gang: int | None = None,
@@ -210,6 +234,12 @@ def tier_builds(module: ir.Module, path: str, prefix: str, gang: int | None = No
     return tuple(builds)
 
 
-def lanes_at(module: ir.Module, gang: int) -> ir.Module:
-    """The lane IR of verified scalar IR, sized to `gang`."""
-    return sized(lane_ir(module), gang)
+# ---- the executions ---------------------------------------------------------------------
+# How @aot functions run: "interp" (their IR written as Lua, emit_lua/), or from a
+# native library that one of these builds; a new execution is one entry here.
+LIBRARIES: dict[str, Callable[[ir.Module, str, str, Request], Library]] = {
+    "scalar": scalar_library,
+    "lane": tiered_lane_library,
+}
+NATIVE_MODES = tuple(LIBRARIES)
+MODES = ("interp",) + NATIVE_MODES

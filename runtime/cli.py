@@ -32,7 +32,7 @@ from pathlib import Path
 from nupp.deep_stack import with_deep_stack
 from nupp.errors import Diagnostic, InternalError, NuppError, Source
 from nupp.paths import NuppEnvironmentError
-from nupp.pipeline import MODES, STAGES, check, compile_module, lane_ir, sized, translate
+from nupp.pipeline import MODES, STAGES, check, compile_module, emit, translate
 from nupp.runtime.host import LUA_DIR, Host, LuaRunError, display_path
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.scalar_ir.text import print_module
@@ -278,12 +278,8 @@ def cmd_emit(args) -> int:
         raise _UsageError("--gang goes with --c, --report or --ir --after lanes")
     if args.ir:
         _write_output(print_module(compile_module(source, after=args.after, gang=gang)))
-    elif args.c and args.gang:
-        from nupp.emit_c.lane import emit_lane_module
-        _write_output(emit_lane_module(sized(lane_ir(compile_module(source)), gang), source.path).source)
     elif args.c:
-        from nupp.emit_c.scalar import emit_module
-        _write_output(emit_module(compile_module(source), source.path).source)
+        _write_output(emit(source, "lane-c" if args.gang else "c", gang).source)
     elif args.report:
         from nupp.lane_rewrite.report import render_report
         module = compile_module(source)

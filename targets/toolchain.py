@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nupp.errors import InternalError
-from nupp.version import __version__
+from nupp import version
 from nupp.paths import (PRIVATE_MODE, NuppEnvironmentError, cache_dir, is_private_file, private_dir,
                         writing_to_cache)
 
@@ -95,7 +95,7 @@ def find_toolchain(cc: str = "gcc", extra_flags: tuple[str, ...] = ()) -> Toolch
 
 def cache_key(units: Sequence[Unit], toolchain: Toolchain) -> str:
     parts = json.dumps({"units": [[u.name, u.source, list(u.flags)] for u in units], "cc": toolchain.path,
-                        "version": toolchain.version, "flags": toolchain.flags, "nupp": __version__},
+                        "version": toolchain.version, "flags": toolchain.flags, "nupp": version.__version__},
                        sort_keys=True)
     return hashlib.sha256(parts.encode()).hexdigest()[:32]
 
@@ -118,7 +118,7 @@ def build_units(units: Sequence[Unit], toolchain: Toolchain, label: str = "modul
         _write_atomically(manifest, json.dumps({
             "key": key, "label": label, "cc": toolchain.path, "version": toolchain.version,
             "flags": list(toolchain.flags), "units": [{"name": u.name, "flags": list(u.flags)} for u in units],
-            "nupp": __version__, "sha256": _sha256(library),
+            "nupp": version.__version__, "sha256": _sha256(library),
         }, indent=1).encode())
     return library
 

@@ -310,7 +310,7 @@ def test_key_depends_on_source_compiler_version_flags_units_and_nupp(monkeypatch
     }
     if native.shutil.which("clang"):
         variants["compiler"] = cache_key(units, find_toolchain("clang"))
-    monkeypatch.setattr(nupp, "__version__", nupp.__version__ + ".dev1")
+    monkeypatch.setattr(nupp.version, "__version__", nupp.__version__ + ".dev1")
     variants["nupp version"] = cache_key(units, gcc)
     assert all(v != key for v in variants.values()), variants
     assert len(set(variants.values())) == len(variants), variants

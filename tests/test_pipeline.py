@@ -145,3 +145,40 @@ def test_lane_ir_is_made_once_and_sized_once_per_gang(run, program):
     tier_gangs = [g for g in (t.gang_for(lanes) for t in TIERS) if g is not None]
     assert len(set(tier_gangs)) < len(tier_gangs), "no two tiers share a gang: the test cannot fail"
     assert sorted(c.args[1] for c in sizings) == sorted(set(tier_gangs))
+
+
+# ---- the backend seam: a backend is one registry entry ------------------------------------
+
+def test_a_new_backend_is_one_registry_entry_and_gets_the_ir_it_declares(tmp_path, monkeypatch):
+    """A backend registered in targets/backends.py alone is reachable through the
+    pipeline, and receives verified IR of the kind it declares: folded scalar IR
+    with no Gang, or lane IR whose every Gang has the asked size."""
+    from nupp import pipeline
+    from nupp.backend import Backend
+    from nupp.scalar_ir import nodes as ir
+    from nupp.scalar_ir.walk import statements
+    from nupp.targets import backends
+
+    def gang_sizes(module, path, prefix):
+        return [s.size for fn in module.functions for s in statements(fn.body) if isinstance(s, ir.Gang)]
+
+    monkeypatch.setitem(backends.BACKENDS, "toy-scalar", Backend("toy-scalar", "scalar", gang_sizes))
+    monkeypatch.setitem(backends.BACKENDS, "toy-lanes", Backend("toy-lanes", "lanes", gang_sizes))
+    source = Source("kernels.nupp", KERNELS)
+    assert pipeline.emit(source, "toy-scalar") == []
+    for gang in (4, 8, 16):
+        assert pipeline.emit(source, "toy-lanes", gang) == [gang]
+    with pytest.raises(ValueError, match="no backend named 'missing'"):
+        pipeline.emit(source, "missing")
+
+
+def test_the_registered_backends_and_executions():
+    from nupp import pipeline
+    from nupp.backend import TAKES
+    from nupp.targets.backends import BACKENDS
+
+    assert all(name == b.name and b.takes in TAKES for name, b in BACKENDS.items())
+    assert set(BACKENDS) >= {"c", "lane-c"}
+    assert pipeline.MODES == ("interp", *pipeline.LIBRARIES)
+    with pytest.raises(ValueError, match="unknown mode 'gpu'"):
+        pipeline.Request("gpu")
