@@ -1,0 +1,96 @@
+"""Machines a standalone C program can be built for and run on: this host's
+and, where a cross compiler and an emulator are installed, others.
+
+    machine = MACHINES["x86_64"]                      # or host_machine()
+    machine.missing("clang")                          # None, or what to install (a Debian package)
+    argv = [*machine.compile_command("gcc"), *flags, "-o", exe, *c_files, "-lm"]
+    subprocess.run([*machine.run_prefix(), exe])
+    machine.tiers()                                   # (("baseline", ("-march=x86-64",)), ...), best last
+    machine.runnable_tiers()                          # those this host can execute
+
+`nupp crosscheck` (nupp/crosscheck.py) builds and runs every program through
+a Machine, so a new architecture is one entry in MACHINES.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from nupp.paths import NuppEnvironmentError
+from nupp.targets.tiers import TIERS, cpu_tier_source
+
+# the Debian package of each compiler nupp drives
+COMPILER_PACKAGES = {"gcc": "gcc", "clang": "clang"}
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One target architecture: how to compile for it and run what was compiled."""
+
+    name: str  # "x86_64", "aarch64"
+
+    def compile_command(self, cc: str) -> list[str]:
+        """The argv prefix of compiler `cc` ("gcc"/"clang") building for this machine."""
+        if self.name == "x86_64":
+            return [cc]
+        raise NuppEnvironmentError(f"no compiler is known for machine {self.name}")
+
+    def run_prefix(self) -> list[str]:
+        """What runs a program of this machine here: [] natively."""
+        return []
+
+    def tiers(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(tier name, its compiler flags), best last."""
+        return tuple((t.name, t.flags) for t in TIERS)
+
+    def runnable_tiers(self) -> tuple[str, ...]:
+        """The tiers this host can execute programs of, in order."""
+        return _x86_64_runnable_tiers()
+
+    def missing(self, cc: str) -> str | None:
+        """What must be installed to build and run for this machine with `cc`, or None."""
+        if shutil.which(cc) is None:
+            package = COMPILER_PACKAGES.get(Path(cc).name)
+            fix = f"install the Debian package {package}" if package else "install it or name another (--cc)"
+            return f"the C compiler '{cc}' was not found on PATH; {fix}"
+        return None
+
+
+MACHINES: dict[str, Machine] = {"x86_64": Machine("x86_64")}
+
+_HOST_NAMES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+
+def host_machine() -> Machine:
+    """The machine this process runs on."""
+    name = _HOST_NAMES.get(platform.machine().lower(), platform.machine())
+    if name not in MACHINES:
+        raise NuppEnvironmentError(f"nupp builds for {', '.join(MACHINES)}, not this host's {name}")
+    return MACHINES[name]
+
+
+@lru_cache(maxsize=None)
+def _x86_64_runnable_tiers() -> tuple[str, ...]:
+    """The dispatcher's own answer (targets/tiers.py cpu_tier_source), compiled
+    and run once: every tier up to the best one this CPU runs."""
+    if _HOST_NAMES.get(platform.machine().lower()) != "x86_64":
+        return ()
+    cc = next((c for c in ("gcc", "clang", "cc") if shutil.which(c)), None)
+    if cc is None:
+        raise NuppEnvironmentError("no C compiler found to ask which tiers this CPU runs; install gcc")
+    program = cpu_tier_source("nu_cpu_tier") + "\nint main(void) { return nu_cpu_tier(); }\n"
+    with tempfile.TemporaryDirectory(prefix="nupp-cpu-tier-") as tmp:
+        source, exe = os.path.join(tmp, "cpu_tier.c"), os.path.join(tmp, "cpu_tier")
+        Path(source).write_text(program)
+        built = subprocess.run([cc, *TIERS[0].flags, "-o", exe, source], capture_output=True, text=True)
+        if built.returncode != 0:
+            raise NuppEnvironmentError(f"{cc} cannot build the CPU tier probe:\n{built.stderr.strip()}")
+        best = subprocess.run([exe]).returncode
+    return tuple(t.name for t in TIERS[:best + 1])
