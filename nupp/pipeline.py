@@ -223,13 +223,10 @@ def tier_builds(module: ir.Module, path: str, prefix: str, gang: int | None = No
     builds = []
     for t in tiers_to_build(tier):
         g = gang or t.gang_for(lanes)
-        symbols = f"{prefix}{t.name}_"
-        if g is None:
-            c_module = backend_named("c").emit(module, path, symbols)
-        else:
-            if g not in at_gang:
-                at_gang[g] = sized(lanes, g)
-            c_module = backend_named("lane-c").emit(at_gang[g], path, symbols)
+        backend = backend_named(t.backend_for(g))
+        if backend.takes == "lanes" and g not in at_gang:
+            at_gang[g] = sized(lanes, g)
+        c_module = backend.emit(module if backend.takes == "scalar" else at_gang[g], path, f"{prefix}{t.name}_")
         builds.append(TierBuild(t, g, c_module))
     return tuple(builds)
 

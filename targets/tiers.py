@@ -107,6 +107,11 @@ class Tier:
         """The gang for 4-byte data: one register of int32 / binary32 lanes."""
         return self.vector_bytes // 4
 
+    def backend_for(self, gang: Optional[int]) -> str:
+        """The backend (targets/backends.py) this tier runs a module with at `gang`:
+        lane C, or the scalar C where it runs no gangs (gang None)."""
+        return "c" if gang is None else "lane-c"
+
     def gang_for(self, module: ir.Module) -> Optional[int]:
         """The module's default gang here: one register of its widest gang field;
         None (its scalar C runs here) when a register holds fewer such lanes than
