@@ -9,6 +9,10 @@
     nupp emit --report [--gang G] FILE.nupp       which loops were lane-rewritten, and why not
     nupp bench [--size N] [--repeats N] [--kernels K,..] [--cc gcc|clang]
                                                   lane C against scalar C and hand-written C
+    nupp crosscheck [FILES|DIRS] [--cc gcc,clang] [--tier T,..] [--gang 4,8,16] [--target x86_64]
+                  [--sanitize] [--seed N] [--cases N] [--verbose] [--keep DIR]
+                                                  scalar C against lane C (and compilers, tiers against
+                                                  each other) in standalone C programs; exit 1 on a mismatch
     nupp --version
 
 Exit status: 0 success, 1 the program or its source is wrong, 2 bad usage or
@@ -29,6 +33,7 @@ import signal
 import sys
 from pathlib import Path
 
+from nupp.crosscheck import DEFAULT_CASES, CrosscheckUsageError, Options, crosscheck
 from nupp.deep_stack import with_deep_stack
 from nupp.errors import Diagnostic, InternalError, NuppError, Source
 from nupp.paths import NuppEnvironmentError
@@ -100,6 +105,24 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--kernels", type=_kernel_list, default=None,
                        help="comma-separated subset of mandelbrot,corrected,tecsbits,mixedwidth,simd")
     bench.add_argument("--cc", default="gcc", help="the C compiler for nupp's code (gcc or clang)")
+
+    cross = sub.add_parser("crosscheck", help="check lane C against scalar C in standalone C programs",
+                           description="For each module with @aot functions, build one C program (its scalar "
+                                       "C, its lane C at each gang, a driver generating inputs) per compiler "
+                                       "and tier, and compare every output bit for bit; no Python or LuaJIT "
+                                       "runs in the checking process.  Exit 1 on any mismatch.")
+    cross.add_argument("paths", nargs="+", metavar="FILE|DIR", help=".nupp modules, or folders to search")
+    cross.add_argument("--cc", type=_name_list, default=("gcc",), help="compilers, comma-separated (default gcc)")
+    cross.add_argument("--tier", type=_name_list, default=None,
+                       help="tiers, comma-separated (default: every tier this machine runs)")
+    cross.add_argument("--gang", type=_gang_list, default=(4, 8, 16), help="gangs, comma-separated (default 4,8,16)")
+    cross.add_argument("--target", default=None, help="the machine to build for (default: this host's)")
+    cross.add_argument("--sanitize", action="store_true",
+                       help="build with -fsanitize=undefined -fno-sanitize-recover=all")
+    cross.add_argument("--seed", type=int, default=1, help="the input generator's seed (default 1)")
+    cross.add_argument("--cases", type=_positive, default=None, help="input sets per function and length")
+    cross.add_argument("--verbose", action="store_true", help="print each compiler command")
+    cross.add_argument("--keep", type=Path, default=None, help="keep each module's C and programs in this folder")
     return parser
 
 
@@ -112,6 +135,20 @@ def _positive(text: str) -> int:
 
 def _kernel_list(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    names = _kernel_list(text)
+    if not names:
+        raise argparse.ArgumentTypeError("names no value")
+    return names
+
+
+def _gang_list(text: str) -> tuple[int, ...]:
+    gangs = _name_list(text)
+    if any(g not in GANG_CHOICES for g in gangs):
+        raise argparse.ArgumentTypeError(f"gangs are {', '.join(GANG_CHOICES)}, not '{text}'")
+    return tuple(map(int, gangs))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,7 +349,17 @@ def _checkout_bench(name: str):
     return importlib.import_module(f"bench.{name}")
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "emit": cmd_emit, "bench": cmd_bench}
+def cmd_crosscheck(args) -> int:
+    options = Options(compilers=args.cc, tiers=args.tier, gangs=args.gang, target=args.target,
+                      sanitize=args.sanitize, seed=args.seed, cases=args.cases or DEFAULT_CASES,
+                      verbose=args.verbose, keep=args.keep)
+    try:
+        return crosscheck(args.paths, options, lambda line: _write_output(line + "\n"))
+    except CrosscheckUsageError as err:
+        raise _UsageError(str(err)) from None
+
+
+COMMANDS = {"run": cmd_run, "check": cmd_check, "emit": cmd_emit, "bench": cmd_bench, "crosscheck": cmd_crosscheck}
 
 # "path/file.nupp:12: message" as LuaJIT writes positions
 _LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)

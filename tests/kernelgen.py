@@ -64,16 +64,8 @@ UINT64_MAX = 2**64 - 1
 
 # ---- edge values ----------------------------------------------------------------------------
 
-F32_EDGE_BITS = (
-    0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000, 0x80800000,
-    0x3F800000, 0xBF800000, 0x3F7FFFFF, 0x3F800001, 0xBF800001, 0x7F7FFFFF, 0xFF7FFFFF,
-    0x7F800000, 0xFF800000, 0x7FC00000, 0x7FC01234, 0x7F800001, 0xFFC00000, 0xFFD00001,
-    0x3DCCCCCD,  # 0.1f
-    0x4B800000, 0x4B800001,  # 2^24, 2^24 + 2
-    0x3E800000, 0xBF400000, 0x3F000000, 0xC0000000, 0x3FC00000, 0x3E99999A,  # 0.25 -0.75 0.5 -2 1.5 0.3
-    0x42B00000, 0xC2D00000, 0x42AE0000,  # 88, -104, 87 (around exp's clamp)
-    0x4F000000, 0xCF000000, 0x5F000000,  # 2^31, -2^31, 2^63
-)
+# the edge sets the crosscheck driver generates from (one list of values for both)
+from nupp.emit_c.driver import F32_EDGE_BITS, INT_EDGES  # noqa: E402
 
 
 def _f64_bits(bits: int) -> float:
@@ -88,21 +80,6 @@ F64_EDGES = (
     2.0**53 + 2, 2.0**53, 2.0**31, -2.0**31, -2.0**31 - 1, 2.0**32, 2.0**32 + 0.5, 4294967295.0,
     2.0**63, -2.0**63, 2.0**64, 1e20, -1e20, 2147483647.5, 3.4028235677973366e38, 1e-46, 0.25,
 )
-
-INT_EDGES = {
-    "int8": (-128, -1, 0, 1, 127),
-    "uint8": (0, 1, 127, 128, 255),
-    "int16": (-32768, -1, 0, 1, 32767),
-    "uint16": (0, 1, 32767, 32768, 65535),
-    "int32": (INT32_MIN, INT32_MIN + 1, -65536, -7, -2, -1, 0, 1, 2, 3, 7, 255, 65535, 65536,
-              0x5555, INT32_MAX - 1, INT32_MAX),
-    "uint32": tuple(sorted({0, 1, 2, 3, 7, 255, 65535, 65536, 0x7FFFFFFF, 0x80000000, 0x80000001,
-                            UINT32_MAX - 1, UINT32_MAX} | set(F32_EDGE_BITS))),
-    "int64": (INT64_MIN, INT64_MIN + 1, -(2**53 + 1), -(2**32), INT32_MIN, -1, 0, 1, 2, 7,
-              2**31, 2**32, 2**53 + 1, INT64_MAX - 1, INT64_MAX),
-    "uint64": (0, 1, 2, 7, 2**31, UINT32_MAX, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**63 + 1,
-               UINT64_MAX - 1, UINT64_MAX),
-}
 
 _NUMPY_TYPE_NAMES = {np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8", np.dtype(np.int16): "int16",
                      np.dtype(np.uint16): "uint16", np.dtype(np.int32): "int32", np.dtype(np.uint32): "uint32",
