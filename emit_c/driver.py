@@ -307,7 +307,10 @@ def _variant_tables(variants: tuple[Variant, ...]) -> str:
             f"static const int nu_gangs[] = {{{', '.join(map(str, gangs))}}};",
             f"#define NU_MAX_GANG {max(gangs)}",
             f"#define NU_LONG_LENGTH {LONG_LENGTH}",
-            "#ifdef NU_PLANT_FLIP  /* tests only: flip the lowest bit of the last element's first byte */",
+            "/* Tests only: NU_PLANT_FLIP flips the lowest bit of the first byte of the last element of",
+            " * the first span after the widest gang's call; NU_PLANT_DIGEST does it to the scalar C's,",
+            " * after the comparison, in a Clang build. */",
+            "#if defined(NU_PLANT_FLIP) || defined(NU_PLANT_DIGEST)",
             "static void nu_plant_flip(void *span, int32_t bytes, int32_t element)",
             "{",
             "    if (bytes > 0)",
@@ -443,8 +446,8 @@ def _check_function(ctx: ModuleContext, index: int, fn: ir.Function, variants: t
             args.append(f"&res[{v}]")
         lines.append(f"{I}st[{v}] = {prefix}{fn.name}({', '.join(args)});")
         if v > 0:
-            lines.append(f"#ifdef NU_PLANT_FLIP\n{I}if ({v} == {nv - 1}) nu_plant_flip(b_0[{v}], n_0 * (int32_t)sizeof *b_0[{v}], (int32_t)sizeof *b_0[{v}]);\n#endif"
-                         if spans else "")
+            lines.append(f"#ifdef NU_PLANT_FLIP\n{I}if ({v} == {nv - 1}) nu_plant_flip(b_0[{v}], n_0 * (int32_t)sizeof *b_0[{v}], "
+                         f"(int32_t)sizeof *b_0[{v}]);\n#endif" if spans else "")
     # compare each lane variant with the scalar C
     lines.append(f"{I}for (int v = 1; v < {nv}; ++v) {{")
     lines.append(f"{I}{INDENT}if (failed[v]) continue;")
@@ -466,6 +469,9 @@ def _check_function(ctx: ModuleContext, index: int, fn: ir.Function, variants: t
                      f"fn, nu_gangs[v], (int)len, c, (int)at + 1, field, (unsigned long long)x, (unsigned long long)y); continue; }} }}")
     lines.append(f"{I}}}")
     # the digest of the scalar C's outcome
+    if spans:
+        lines.append(f"#if defined(NU_PLANT_DIGEST) && defined(__clang__)\n{I}nu_plant_flip(b_0[0], n_0 * (int32_t)sizeof *b_0[0], "
+                     f"(int32_t)sizeof *b_0[0]);\n#endif")
     lines.append(f"{I}uint64_t h = nu_text_hash(NU_FNV_OFFSET, nu_error(nu_errors[0], st[0]));")
     if fn.result is not None:
         key = _value_bits(WIDTH_KINDS[fn.result], "res[0]", "res[0]")[2]

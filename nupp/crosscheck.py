@@ -171,7 +171,7 @@ def _check_program(path: Path, module, source: Source, machine: Machine, options
         if outcome.failure:
             failed = True
             say(f"{path}: the {build.cc} {build.tier} program failed: {outcome.failure}\n"
-                f"  reproduce: {_reproduce(path, build, None, options)}")
+                f"  reproduce: {_reproduce(path, (build,), None, options)}")
     if not failed:
         failed = _compare_digests(path, builds, outcomes, machine, options, say)
     _summary(path, module, builds, outcomes, options, say)
@@ -262,7 +262,7 @@ def _mismatch_report(path: Path, build: Build, record: list[str], options: Optio
     function, gang, length, case, where, scalar, lane = record
     return (f"{path}: mismatch in {function} ({build.cc}, tier {build.tier}, gang {gang}): length {length}, "
             f"case {case}, {_where(where)}: scalar C {scalar}, lane C {lane}\n"
-            f"  reproduce: {_reproduce(path, build, int(gang), options)}")
+            f"  reproduce: {_reproduce(path, (build,), int(gang), options)}")
 
 
 def _where(where: str) -> str:
@@ -274,8 +274,11 @@ def _where(where: str) -> str:
     return f"{span}[{index}].{field} (element {index} of span {span}, field {field})"
 
 
-def _reproduce(path: Path, build: Build, gang: int | None, options: Options) -> str:
-    words = ["nupp", "crosscheck", str(path), "--cc", build.cc, "--tier", build.tier]
+def _reproduce(path: Path, builds: tuple[Build, ...], gang: int | None, options: Options) -> str:
+    """The command line narrowed to these builds' compilers and tiers and to `gang` (None: every gang)."""
+    compilers = ",".join(dict.fromkeys(b.cc for b in builds))
+    tiers = ",".join(dict.fromkeys(b.tier for b in builds))
+    words = ["nupp", "crosscheck", str(path), "--cc", compilers, "--tier", tiers]
     words += ["--gang", str(gang if gang is not None else ",".join(map(str, options.gangs)))]
     words += ["--seed", str(options.seed), "--cases", str(options.cases)]
     if options.target is not None:
@@ -305,13 +308,12 @@ def _first_difference(path: Path, function: str, a: Build, b: Build, machine: Ma
     differing = [key for key in dumps[0] if key[0] == function and dumps[0][key] != dumps[1].get(key)]
     head = f"{path}: {function} differs between {a.cc} tier {a.tier} and {b.cc} tier {b.tier} (scalar C)"
     if not differing:
-        return f"{head}, though no single case does; reproduce: {_reproduce(path, b, None, options)}"
+        return f"{head}, though no single case does; reproduce: {_reproduce(path, (a, b), None, options)}"
     _, length, case = differing[0]
     values = [_case_values(x, function, length, case, machine, options) for x in (a, b)]
     where = next((w for w in values[0] if values[0][w] != values[1].get(w)), "?")
     return (f"{head}: length {length}, case {case}, {_where(where)}: {a.cc} {values[0].get(where)}, "
-            f"{b.cc} {values[1].get(where)}\n  reproduce: {_reproduce(path, a, None, replace(options, compilers=()))}"
-            f" --cc {a.cc},{b.cc}".replace(f"--cc {a.cc} --tier", "--tier"))
+            f"{b.cc} {values[1].get(where)}\n  reproduce: {_reproduce(path, (a, b), None, options)}")
 
 
 def _case_digests(build: Build, machine: Machine, options: Options) -> dict[tuple[str, str, str], str]:
