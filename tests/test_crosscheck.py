@@ -178,3 +178,13 @@ def test_usage_errors_exit_2(argv, message, capsys):
     assert status == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script, args", [("crosscheck.sh", ["v2"]), ("simd.sh", ["--cases", "4"])])
+def test_the_bench_scripts_pass(script, args):
+    for cc in COMPILERS:
+        require_tool(cc)
+    done = subprocess.run([str(BENCH / script), *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cases compared" in done.stdout
