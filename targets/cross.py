@@ -63,7 +63,62 @@ class Machine:
         return None
 
 
-MACHINES: dict[str, Machine] = {"x86_64": Machine("x86_64")}
+@dataclass(frozen=True)
+class CrossMachine(Machine):
+    """A machine this host builds for with a cross compiler (GCC's `<triple>-gcc`,
+    or Clang with `--target`, which finds Debian's cross sysroot itself) and
+    runs under QEMU's user-mode emulator, which `-L` points at the target's
+    loader and libraries.  On a host of this machine both are the native ones."""
+
+    triple: str = ""                          # "aarch64-linux-gnu"
+    machine_tiers: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    emulator: str = ""                        # "qemu-aarch64"
+    gcc_package: str = ""       # the Debian package of the cross GCC and the target's C library
+    emulator_package: str = "qemu-user"
+
+    def _native(self) -> bool:
+        return _HOST_NAMES.get(platform.machine().lower()) == self.name
+
+    def sysroot(self) -> str:
+        return f"/usr/{self.triple}"
+
+    def compile_command(self, cc: str) -> list[str]:
+        if self._native():
+            return [cc]
+        name = Path(cc).name
+        if name == "gcc":
+            return [f"{self.triple}-gcc"]
+        if name.startswith("clang"):
+            return [cc, f"--target={self.triple}"]
+        raise NuppEnvironmentError(f"no cross compiler for {self.name} is known for '{cc}'; use gcc or clang")
+
+    def run_prefix(self) -> list[str]:
+        return [] if self._native() else [self.emulator, "-L", self.sysroot()]
+
+    def tiers(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        return self.machine_tiers
+
+    def runnable_tiers(self) -> tuple[str, ...]:
+        runs = self._native() or shutil.which(self.emulator) is not None
+        return tuple(name for name, _ in self.machine_tiers) if runs else ()
+
+    def missing(self, cc: str) -> str | None:
+        if self._native() or Path(cc).name != "gcc" and super().missing(cc):
+            return super().missing(cc)
+        # Clang links against the cross GCC's C library and start files
+        needed = ((f"{self.triple}-gcc", self.gcc_package), (self.emulator, self.emulator_package))
+        for tool, package in needed:
+            if shutil.which(tool) is None:
+                return (f"'{tool}' (to build and run programs for {self.name}) was not found on PATH; "
+                        f"install the Debian package {package}")
+        return None
+
+
+# Baseline AArch64 has Advanced SIMD (NEON): 16-byte vectors, as baseline x86-64 has SSE2.
+AARCH64 = CrossMachine("aarch64", triple="aarch64-linux-gnu", machine_tiers=(("neon", ("-march=armv8-a",)),),
+                       emulator="qemu-aarch64", gcc_package="gcc-aarch64-linux-gnu")
+
+MACHINES: dict[str, Machine] = {"x86_64": Machine("x86_64"), "aarch64": AARCH64}
 
 _HOST_NAMES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
