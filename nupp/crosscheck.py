@@ -43,7 +43,6 @@ from nupp.targets.cross import MACHINES, Machine, host_machine
 from nupp.targets.toolchain import BASE_FLAGS
 
 DEFAULT_CASES = 24
-SANITIZE_FLAGS = ("-fsanitize=undefined", "-fno-sanitize-recover=all")
 SCALAR_PREFIX = "s_"
 
 
@@ -215,7 +214,7 @@ def _build_of(path: Path, cc: str, tier: str, files: list[Path], folder: Path, m
     flags = dict(machine.tiers())[tier]
     exe = folder / f"check-{Path(cc).name}-{tier}"
     command = (*machine.compile_command(cc), *BASE_FLAGS, *flags,
-               *(SANITIZE_FLAGS if options.sanitize else ()), *options.extra_flags,
+               *(machine.sanitize_flags(cc) if options.sanitize else ()), *options.extra_flags,
                "-o", str(exe), *map(str, files), "-lm")
     return Build(cc, tier, tuple(command), exe)
 

@@ -54,6 +54,10 @@ class Machine:
         """The tiers this host can execute programs of, in order."""
         return _x86_64_runnable_tiers()
 
+    def sanitize_flags(self, cc: str) -> tuple[str, ...]:
+        """UBSan that stops at the first undefined behaviour, with its report."""
+        return ("-fsanitize=undefined", "-fno-sanitize-recover=all")
+
     def missing(self, cc: str) -> str | None:
         """What must be installed to build and run for this machine with `cc`, or None."""
         if shutil.which(cc) is None:
@@ -97,6 +101,13 @@ class CrossMachine(Machine):
 
     def tiers(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         return self.machine_tiers
+
+    def sanitize_flags(self, cc: str) -> tuple[str, ...]:
+        """Debian's Clang ships no UBSan runtime for cross targets: there a check traps
+        (the program dies at the first undefined behaviour, with no report)."""
+        if self._native() or Path(cc).name != "clang":
+            return super().sanitize_flags(cc)
+        return ("-fsanitize=undefined", "-fsanitize-trap=undefined")
 
     def runnable_tiers(self) -> tuple[str, ...]:
         runs = self._native() or shutil.which(self.emulator) is not None

@@ -409,3 +409,16 @@ def test_nupp_crosscheck_on_aarch64_reports_a_planted_difference():
     assert re.search(r"simd\.nupp: mismatch in advance \(gcc, tier neon, gang 8\): length \d+, case \d+, "
                      r"bodies\[\d+\]\.\w+ .*: scalar C 0x[0-9a-f]{16}, lane C 0x[0-9a-f]{16}", report), report
     assert "--target aarch64" in report
+
+
+def test_nupp_crosscheck_sanitizes_on_aarch64_with_both_compilers():
+    """Debian's Clang has no UBSan runtime for aarch64: its cross build traps instead
+    (targets/cross.py CrossMachine.sanitize_flags); GCC's reports."""
+    from nupp.targets.cross import MACHINES
+    require_aarch64("gcc")
+    require_aarch64("clang")
+    assert "-fsanitize-trap=undefined" in MACHINES["aarch64"].sanitize_flags("clang")
+    assert "-fno-sanitize-recover=all" in MACHINES["aarch64"].sanitize_flags("gcc")
+    options = Options(compilers=("gcc", "clang"), gangs=(8,), target="aarch64", sanitize=True)
+    said: list[str] = []
+    assert crosscheck([str(KERNELS["mandelbrot"].path)], options, said.append) == 0, "\n".join(said)
