@@ -27,8 +27,9 @@ diff before committing it.
 
 Stages: `roundtrip` (IR text, parsed then printed), `lower` (Nupp source to
 IR), `verify` (IR to the verifier's inline rendering), `fold` (IR to folded
-IR), `emit_c` (IR to C), `emit_lane_c` (IR to lane C at gang 4), `lanes` (IR to the lane analysis's report).  A stage whose implementation does not exist yet raises
-`StageUnavailable`: its cases skip locally and fail under CI=true.  A user
+IR), `emit_c` (IR to C), `emit_lane_c` (IR to lane C at gang 4), `lanes` (IR to the lane analysis's report).  Every stage exists: one whose function cannot be found (renamed,
+moved) raises `StageUnavailable`, and its cases fail, locally too (a skip
+once hid a renamed stage until CI ran).  A user
 error (NuppError, IRSyntaxError) is the stage's output, rendered like a
 diagnostic `case.nupp:L:C: error: ...` / `case.ir:L:C: error: ...`.
 
@@ -60,7 +61,6 @@ import pytest
 from nupp.errors import Diagnostic, Source
 from nupp.scalar_ir.text import IRSyntaxError, parse_module, print_module
 
-from .conftest import UNDER_CI
 
 GOLDEN_DIR = Path(__file__).with_name("golden")
 BLESS = os.environ.get("NUPP_BLESS", "") not in ("", "0")
@@ -194,10 +194,8 @@ def _lazy(module_name: str, attr: str):
 
 
 def skip_unavailable(reason: str) -> None:
-    """Skip locally; under CI a missing stage is a failure."""
-    if UNDER_CI:
-        pytest.fail(f"stage not available under CI: {reason}")
-    pytest.skip(reason)
+    """A missing stage is a failure: every stage exists, so the function was renamed or moved."""
+    pytest.fail(f"golden stage not available: {reason}")
 
 
 def render_ir_error(text: str, err: IRSyntaxError) -> str:
@@ -224,10 +222,11 @@ def stage_roundtrip(text: str) -> str:
 
 
 def stage_lower(text: str) -> str:
-    lower_source = _lazy("nupp.frontend.lower", "lower_source")
+    """Nupp source in, its verified scalar IR as lowered (before fold) out, or its diagnostics."""
+    compile_module = _lazy("nupp.pipeline", "compile_module")
     from nupp.errors import NuppError
     try:
-        return print_module(lower_source(text, "case.nupp"))
+        return print_module(compile_module(Source("case.nupp", text), after="lower"))
     except NuppError as err:
         return str(err)
 
