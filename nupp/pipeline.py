@@ -34,8 +34,10 @@ from nupp.lane_rewrite.rewrite import rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import fold_module
 from nupp.targets.backends import backend_named
-from nupp.targets.tiers import TierBuild, TieredModule, check_pins, choose_tier, tiered_library, tiers_to_build
-from nupp.targets.toolchain import build_library, build_units, find_toolchain
+from nupp.scalar_ir.lanes import GANG_SIZES
+from nupp.targets.tiers import (TierBuild, TieredModule, check_pins, choose_tier, tier_named, tiered_library,
+                                tiers_to_build)
+from nupp.targets.toolchain import Unit, build_library, build_units, find_toolchain
 from nupp.verifier import check as verify
 
 STAGES = ("lower", "fold", "lanes")
@@ -143,10 +145,12 @@ CpuTier = Callable[[Path, str, str], int]
 
 @dataclass(frozen=True)
 class Compiled:
-    """A module compiled for the host: its Lua, and the library its @aot functions run from."""
+    """A module compiled for the host: its Lua, the library its @aot functions
+    run from, and the feature tier of the build bound from it (lane mode)."""
 
     lua: str
     native: Optional[NativeModule]
+    tier: Optional[str] = None
 
 
 def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None = None) -> Compiled:
@@ -155,8 +159,10 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
     caller's thread, which may hold the LuaJIT state it calls into."""
     with compiling():  # one pause of the garbage collector for every step
         front, module, library = with_deep_stack(_stages_before_lua)(source, request)
-        native = library.bind(cpu_tier, request) if library is not None else None
-        return Compiled(with_deep_stack(write_lua)(front, module, native), native)
+        build = library.build_to_run(cpu_tier, request) if library is not None else None
+        native = library.bind(build) if library is not None else None
+        tier = build.tier.name if build is not None and build.tier is not None else None
+        return Compiled(with_deep_stack(write_lua)(front, module, native), native, tier)
 
 
 def _stages_before_lua(source: Source, request: Request):
@@ -175,18 +181,24 @@ class Library:
     builds: tuple  # of TierBuild; for scalar C one with tier None
     tiered: Optional[TieredModule] = None
 
-    def bind(self, cpu_tier: CpuTier | None, request: Request) -> NativeModule:
-        """What the host binds: the build this CPU runs (the pinned tier, else the best)."""
+    def build_to_run(self, cpu_tier: CpuTier | None, request: Request) -> TierBuild:
+        """The build the host binds: the one scalar C build, else the tier this
+        CPU runs (the pinned tier, else the best)."""
         if self.tiered is None:
-            c_module, mode = self.builds[0].c_module, "scalar"
-        else:
-            if cpu_tier is None:
-                raise ValueError("a tiered library needs cpu_tier to pick the tier this CPU runs")
-            index = cpu_tier(self.path, self.tiered.cpu_tier_cdef, self.tiered.cpu_tier_symbol)
-            build = choose_tier(self.builds, index, request.tier)
-            c_module, mode = build.c_module, build.mode
+            return self.builds[0]
+        if cpu_tier is None:
+            raise ValueError("a tiered library needs cpu_tier to pick the tier this CPU runs")
+        index = cpu_tier(self.path, self.tiered.cpu_tier_cdef, self.tiered.cpu_tier_symbol)
+        return choose_tier(self.builds, index, request.tier)
+
+    def bind(self, build: TierBuild) -> NativeModule:
+        """What the host binds of one of this library's builds, named as
+        nupp.executions(f) lists it: "scalar" (the module's own scalar C), else
+        after its tier and gang (TierBuild.mode)."""
+        c_module = build.c_module
         return NativeModule(str(self.path), c_module.cdef, c_module.errors,
-                            {f.name: (f.symbol, f.result) for f in c_module.functions}, mode)
+                            {f.name: (f.symbol, f.result) for f in c_module.functions},
+                            build.mode if build.tier is not None else "scalar")
 
 
 def native_library(module: ir.Module, source: Source, request: Request) -> Library | None:
@@ -194,9 +206,12 @@ def native_library(module: ir.Module, source: Source, request: Request) -> Libra
     (None: interp, or no @aot functions)."""
     if request.mode not in NATIVE_MODES or not module.functions:
         return None
-    # a prefix per module: LuaJIT's C namespace is shared by every module of a state
-    prefix = "nupp_" + hashlib.sha256(source_bytes(f"{source.path}\0{source.text}")).hexdigest()[:10] + "_"
-    return LIBRARIES[request.mode](module, source.path, prefix, request)
+    return LIBRARIES[request.mode](module, source.path, module_prefix(source), request)
+
+
+def module_prefix(source: Source) -> str:
+    """The symbol prefix of a module's libraries: LuaJIT's C namespace is shared by every module of a state."""
+    return "nupp_" + hashlib.sha256(source_bytes(f"{source.path}\0{source.text}")).hexdigest()[:10] + "_"
 
 
 def scalar_library(module: ir.Module, path: str, prefix: str, request: Request) -> Library:
@@ -229,6 +244,34 @@ def tier_builds(module: ir.Module, path: str, prefix: str, gang: int | None = No
         c_module = backend.emit(module if backend.takes == "scalar" else at_gang[g], path, f"{prefix}{t.name}_")
         builds.append(TierBuild(t, g, c_module))
     return tuple(builds)
+
+
+@with_deep_stack
+def native_executions(source: Source, request: Request, tier: str) -> tuple[NativeModule, ...]:
+    """Every native execution of a module at `tier` (execution_library), for
+    nupp.executions(f): built only when a program asks, never by a plain run."""
+    with compiling():
+        module = scalar_ir(lower(source))
+        if not module.functions:
+            return ()
+        library = execution_library(module, source.path, module_prefix(source), request, tier)
+        return tuple(library.bind(build) for build in library.builds)
+
+
+def execution_library(module: ir.Module, path: str, prefix: str, request: Request, tier: str) -> Library:
+    """One library holding a module's scalar C and its lane C at every gang in
+    GANG_SIZES for one tier (a gang wider than the tier's registers runs, just
+    slower), each under its own symbol prefix: `<prefix>scalar_` and
+    `<prefix>lane<G>_<tier>_`, which no tiered library's `<prefix><tier>_` meets."""
+    at = tier_named(tier)
+    lanes = lane_ir(module)
+    builds = [TierBuild(None, None, backend_named("c").emit(module, path, f"{prefix}scalar_"))]
+    for gang in GANG_SIZES:
+        c_module = backend_named(at.backend_for(gang)).emit(sized(lanes, gang), path, f"{prefix}lane{gang}_{at.name}_")
+        builds.append(TierBuild(at, gang, c_module))
+    units = [Unit("scalar", builds[0].c_module.source)]
+    units += [Unit(f"lane{b.gang}", b.c_module.source, at.flags) for b in builds[1:]]
+    return Library(build_units(units, find_toolchain(request.cc), path), tuple(builds))
 
 
 # ---- the executions ---------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 from lupa import luajit21
 
 from nupp.errors import Source, source_bytes
-from nupp.pipeline import MODES, Compiled, Request, compile_for_host
+from nupp.pipeline import MODES, Compiled, Request, compile_for_host, native_executions
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
@@ -103,6 +103,8 @@ class Host:
         self.flush_output = chunks.flush  # standard output, whatever the program did to `io`
         self._xpcall = self.lua.eval("xpcall")
         self.lua.eval(_INSTALL_SEARCHER)(self._find_module, self._load_chunk)
+        self._lane_modules: dict[str, tuple[Source, str]] = {}  # lane library -> (its module, bound tier)
+        self.internals.native.more_executions = self._more_executions
 
     # ---- running
     def run_file(self, path: str | Path, args: tuple = (), command: tuple = ()) -> None:
@@ -120,7 +122,10 @@ class Host:
     def compile(self, source: Source) -> Compiled:
         """A module through the pipeline in this host's mode: its Lua, and its
         @aot functions' library when native (built, or from the cache)."""
-        return compile_for_host(source, self.request, self._cpu_tier)
+        compiled = compile_for_host(source, self.request, self._cpu_tier)
+        if compiled.tier is not None:
+            self._lane_modules[compiled.native.library] = (source, compiled.tier)
+        return compiled
 
     def _cpu_tier(self, library: Path, cdef: str, symbol: str) -> int:
         """The best tier this CPU runs, as the tiered library's dispatcher says."""
@@ -170,6 +175,33 @@ class Host:
             io.write = function(...) write(...) return io.stdout end
             return function() return table.concat(out) end
         """)
+
+    # ---- nupp.executions
+    def _more_executions(self, hex_library: str):
+        """The native executions of the module whose library is `hex_library`
+        (hex, as the searcher's names) besides the bound one, for native.lua:
+        in lane mode its scalar C and lane C at every gang, at the bound tier,
+        built now (or from the cache); in scalar mode none (scalar C is the
+        bound one: that mode asks for no lane C).  (None, why) if the build failed."""
+        lane_module = self._lane_modules.get(bytes.fromhex(hex_library).decode("utf-8", "surrogateescape"))
+        if lane_module is None:
+            return self.lua.table_from([])
+        source, tier = lane_module
+        try:
+            executions = native_executions(source, self.request, tier)
+        except Exception as err:  # noqa: BLE001 - re-raised whole once Lua unwinds
+            self.module_error = err
+            return None, f"nupp could not build the executions of {source.path}"
+        return self.lua.table_from([self._lua_execution(native) for native in executions])
+
+    def _lua_execution(self, native):
+        """A NativeModule as native.lua reads it: {name, library, cdef, errors, functions = {f = symbol}}."""
+        table = self.lua.table_from
+        return table({
+            "name": native.mode, "library": source_bytes(native.library), "cdef": native.cdef,
+            "errors": table([source_bytes(e) for e in native.errors]),
+            "functions": table({name: symbol for name, (symbol, _) in native.functions.items()}),
+        })
 
     # ---- require
     def _find_module(self, hex_name: str):

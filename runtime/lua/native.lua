@@ -32,7 +32,7 @@ end
 
 function native.load(path, cdef, errors)
     declare(cdef)
-    return { lib = library(path), errors = errors }
+    return { lib = library(path), errors = errors, path = path }
 end
 
 -- native.cpu_tier(path, cdef, symbol): a tiered lane library's own answer to
@@ -75,27 +75,72 @@ local function abi_arity(params)
     return n
 end
 
--- native.executions[f] = {{name = "interp", run = ...}, {name = "lane16-v4", run = ...}}:
--- every way a bound @aot function can run, first the interpreter's, so a host
--- script can run them all and demand identical answers.  The native one is
--- named after its mode: "scalar", or lane<gang>-<tier> (targets/tiers.py).
-native.executions = setmetatable({}, { __mode = "k" })
+-- A C function of a loaded library behind the boundary, as Nupp code calls it.
+local function wrap(module, symbol, fn_info)
+    local out = fn_info.result_ctype and ffi.new(fn_info.result_ctype .. "[1]") or nil
+    local call = caller(abi_arity(fn_info.params), out ~= nil)(module.lib[symbol], out, module.errors)
+    local opts = { spans_as_pointers = true }
+    for k, v in pairs(fn_info.options or {}) do opts[k] = v end
+    return boundary.wrap(call, fn_info.name, fn_info.params, fn_info.result, opts)
+end
+
+-- bound function -> what bound it: its module, its description (name,
+-- params, result, options, result_ctype) and its interpreted self and mode.
+local bindings = setmetatable({}, { __mode = "k" })
 
 function native.bind(module, symbol, name, params, result, options, result_ctype, interpreted, mode)
-    local fn = module.lib[symbol]
-    local out = result_ctype and ffi.new(result_ctype .. "[1]") or nil
-    local call = caller(abi_arity(params), out ~= nil)(fn, out, module.errors)
-    local opts = { spans_as_pointers = true }
-    for k, v in pairs(options or {}) do opts[k] = v end
-    local bound = boundary.wrap(call, name, params, result, opts)
-    native.executions[bound] = { { name = "interp", run = interpreted }, { name = mode or "scalar", run = bound } }
+    local fn_info = { name = name, params = params, result = result, options = options, result_ctype = result_ctype }
+    local bound = wrap(module, symbol, fn_info)
+    bindings[bound] = { module = module, fn_info = fn_info, interpreted = interpreted, mode = mode or "scalar" }
     return bound
 end
 
--- The executions of an @aot function: just itself (as "interp") when it runs
--- as ordinary Nupp.
+-- native.more_executions(hex of a library's path): set by the host
+-- (runtime/host.py Host._more_executions).  The other native executions of
+-- that library's module, built when first asked:
+-- {{name =, library =, cdef =, errors =, functions = {[f] = symbol}}},
+-- or nil and why not.
+local function hex(c) return string.format("%02x", c:byte()) end
+
+local function more_executions(module)
+    if module.more == nil then
+        local more, why = native.more_executions((module.path:gsub(".", hex)))
+        if more == nil then error("nupp.executions: " .. why, 3) end
+        for _, execution in ipairs(more) do
+            execution.module = native.load(execution.library, execution.cdef, execution.errors)
+        end
+        module.more = more
+    end
+    return module.more
+end
+
+-- native.executions_of(f) = {{name = "interp", run = ...}, {name = "lane16-v4", run = ...}, ...}:
+-- every way an @aot function can run here, so a host script can run them all
+-- and demand identical answers.  The interpreter's comes first, then the
+-- bound one (named after its mode: "scalar", or lane<gang>-<tier>,
+-- targets/tiers.py), then the module's other native executions (the host
+-- builds them at the first call, never otherwise).  Just f itself (as
+-- "interp") when it runs as ordinary Nupp.  One list per function.
+local interpreted_only = setmetatable({}, { __mode = "k" })
+
 function native.executions_of(f)
-    return native.executions[f] or { { name = "interp", run = f } }
+    local binding = bindings[f]
+    if binding == nil then
+        if type(f) ~= "function" then error("nupp.executions: expected a function, got " .. type(f), 2) end
+        interpreted_only[f] = interpreted_only[f] or { { name = "interp", run = f } }
+        return interpreted_only[f]
+    end
+    if binding.executions == nil then
+        local list = { { name = "interp", run = binding.interpreted }, { name = binding.mode, run = f } }
+        for _, execution in ipairs(more_executions(binding.module)) do
+            if execution.name ~= binding.mode then
+                local symbol = execution.functions[binding.fn_info.name]
+                list[#list + 1] = { name = execution.name, run = wrap(execution.module, symbol, binding.fn_info) }
+            end
+        end
+        binding.executions = list
+    end
+    return binding.executions
 end
 
 return native
