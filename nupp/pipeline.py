@@ -33,8 +33,8 @@ from nupp.lane_rewrite.gang_size import size_gangs
 from nupp.lane_rewrite.rewrite import rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import fold_module
-from nupp.targets.backends import backend_named
 from nupp.scalar_ir.lanes import GANG_SIZES
+from nupp.targets.backends import backend_named
 from nupp.targets.tiers import (TierBuild, TieredModule, check_pins, choose_tier, tier_named, tiered_library,
                                 tiers_to_build)
 from nupp.targets.toolchain import Unit, build_library, build_units, find_toolchain
@@ -159,9 +159,10 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
     caller's thread, which may hold the LuaJIT state it calls into."""
     with compiling():  # one pause of the garbage collector for every step
         front, module, library = with_deep_stack(_stages_before_lua)(source, request)
-        build = library.build_to_run(cpu_tier, request) if library is not None else None
-        native = library.bind(build) if library is not None else None
-        tier = build.tier.name if build is not None and build.tier is not None else None
+        native, tier = None, None
+        if library is not None:
+            build = library.build_to_run(cpu_tier, request)
+            native, tier = library.bind(build), build.tier.name if build.tier is not None else None
         return Compiled(with_deep_stack(write_lua)(front, module, native), native, tier)
 
 
