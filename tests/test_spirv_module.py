@@ -86,6 +86,7 @@ def test_types_and_constants_are_declared_once():
     assert module.constant(uint, 7) == module.constant(uint, 7)
     assert module.constant(uint, 7) != module.constant(module.type_int(32, signed=True), 7)
     assert module.type_pointer("StorageBuffer", uint) == module.type_pointer("StorageBuffer", uint)
+    assert module.constant_bool(True) == module.constant_bool(True) != module.constant_bool(False)
     # Aggregates carry their own layout decorations: each request is a new type.
     assert module.type_struct(uint) != module.type_struct(uint)
     assert module.type_runtime_array(uint) != module.type_runtime_array(uint)
