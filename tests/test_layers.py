@@ -97,6 +97,19 @@ def test_every_contract_is_kept(report):
     assert f"Contracts: {len(contract_names())} kept, 0 broken." in report.stdout
 
 
+def test_plain_lint_imports_in_the_checkout_sees_the_whole_package(tree):
+    """`lint-imports` run by hand in the repository root: nupp/ links each stage
+    directory (nupp/frontend -> ../frontend, ...), so grimp walking nupp/ reads
+    the same files as the installed layout."""
+    require_module("importlinter")
+    done = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
+                           "lint_imports_command()", "--no-cache", "--no-logo"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    analyzed = re.search(r"Analyzed (\d+) files", done.stdout)
+    assert analyzed is not None and int(analyzed[1]) == len(list(tree.rglob("*.py"))), done.stdout
+
+
 # (file in the laid-out tree, the import added to it, the contract it breaks)
 BREACHES = [
     ("nupp/frontend/lower.py", "import nupp.pipeline", "layers"),                     # a back edge
