@@ -14,7 +14,8 @@ module untranslated, so decorations naga drops (NoContraction) reach it.
 Every binding is a storage buffer in descriptor set 0; the module's entry
 point is "main".  Each runner keeps one device and its pipelines (cached by
 the module's bytes) for the life of the process and frees a call's buffers
-when the call ends.
+when the call ends.  A GPU is preferred to Mesa's CPU driver (lavapipe);
+$NUPP_SPIRV_DEVICE, part of a device's name, picks one.
 
 The driver trusts the module: run only modules spirv-val accepts
 (`--target-env vulkan1.1`).  Whatever else goes wrong says which step failed:
@@ -241,7 +242,10 @@ def check_bindings(bindings: list[Binding], limits: Limits) -> None:
     if len(bindings) > limits.max_bindings:
         raise DeviceUnavailable(f"{len(bindings)} storage buffers; this device lets a shader use {limits.max_bindings}")
     for b in bindings:
-        size = memoryview(b.data).nbytes
+        view = memoryview(b.data)
+        if not view.c_contiguous:
+            raise ValueError(f"binding {b.binding}'s data is not contiguous: pass bytes or a contiguous buffer")
+        size = view.nbytes
         if size < 4 or size % 4:
             raise ValueError(f"binding {b.binding} holds {size} bytes: a storage buffer needs a positive multiple of 4")
         if size > limits.max_binding_bytes:
@@ -263,6 +267,17 @@ WGPU_KINDS = {"DiscreteGPU": "discrete", "IntegratedGPU": "integrated", "CPU": "
 
 
 class WgpuRunner(Runner):
+    """naga reads the module into its own IR and writes SPIR-V again.  What it gets wrong
+    (wgpu 0.32; tests/test_device_runner.py runs the forms that work):
+      * OpBitcast between a uvec2 and a 64-bit scalar: read as a bitcast of each component
+        (a uvec2 -> f64 is a vec2<f32>), a wrong value without an error; join the words with
+        OpUConvert, OpShiftLeftLogical and OpBitwiseOr instead;
+      * OpSDiv, OpSRem, OpShiftRightArithmetic, OpConvertSToF compute by their operands' type,
+        unsigned on uint operands (OpSNegate on uint is refused): bitcast operands to int first;
+      * OpSMod goes through a float division (2147483647 smod 5 gives -33), and lavapipe's
+        own OpSMod is a remainder (-7 smod 3 gives -1): derive the modulo from OpSRem;
+      * NoContraction is dropped (lavapipe fuses nothing anyway)."""
+
     kind = "wgpu"
 
     def __init__(self):

@@ -592,6 +592,8 @@ def test_zero_workgroups_leave_the_buffers_as_they_were(runner):
     ([Binding(0, b"\0" * 6, False), Binding(1, b"\0" * 8, True)], (1, 1, 1), frozenset(), "positive multiple of 4"),
     ([Binding(0, b"", False), Binding(1, b"\0" * 8, True)], (1, 1, 1), frozenset(), "positive multiple of 4"),
     ([Binding(1, b"\0" * 8, False), Binding(1, b"\0" * 8, True)], (1, 1, 1), frozenset(), "distinct"),
+    ([Binding(0, memoryview(b"\0" * 16)[::2], False), Binding(1, b"\0" * 8, True)], (1, 1, 1), frozenset(),
+     "not contiguous"),
     ([Binding(0, b"\0" * 8, False), Binding(1, b"\0" * 8, True)], (-1, 1, 1), frozenset(), "workgroup counts"),
     ([Binding(0, b"\0" * 8, False), Binding(1, b"\0" * 8, True)], (1 << 20, 1, 1), frozenset(), "workgroup counts"),
     ([Binding(0, b"\0" * 8, False), Binding(1, b"\0" * 8, True)], (1, 1, 1), frozenset({"f16"}), "unknown"),
