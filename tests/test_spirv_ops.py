@@ -1,0 +1,456 @@
+"""SPIR-V kernels, bit for bit: every op, the error cases, lengths and layouts, contraction.
+
+Each kernel is compiled from Nupp source (pipeline.compile_module, then
+emit_spirv.emit_module) and run as the host runs it (targets/device_call.py
+`call_kernel`) through the raw `vulkan` runner, which gives the driver the
+module untranslated.  Its spans afterwards and its error text are compared
+with scalar C of the same module (`nupp.load(..., mode="scalar")`, the same
+NumPy arrays), and, for the op kernels and the contraction cases, with
+independent oracles (tests/oracles.py, Python integers and NumPy float64):
+
+  * binary64 fields: bit for bit, except that any NaN equals any NaN (the
+    payload of a NaN from arithmetic is not observable, LANGUAGE.md section 3);
+  * every other field, binary32 included: bit for bit (canonical NaN).
+
+What runs:
+  (a) every op of scalar_ir/ops.py OPS, one kernel each,
+      `for i = 1, #out do local r: T = <op of inp[i]'s fields>; out[i].r = r end`,
+      over every combination of its operands' edge values (the tests' edge
+      sets, emit_c/driver.py through tests/kernelgen.py, plus every hostile
+      binary32 NaN and the shift counts 0, 31, 32, 63, 64, -1, ...) and rows
+      of random bits; a binary32 operand comes from `fromBits` of a uint32
+      field, a boolean from `field ~= 0`;
+  (b) integer division by zero and a failed assert in element k of the span
+      loop (k first, in the middle, across a workgroup, last): the same
+      `FILE:LINE: message`, and the spans as scalar C leaves them; a failed
+      assert before the loop writes nothing;
+  (c) span lengths 0..33 (and across workgroups of 64) for kernels over
+      int8 / int16 / binary64 fields, read from elements of 1, 3 and 6 bytes
+      and stored into {int8, int8, int16} and {int16, int16, number} elements;
+  (d) contraction: binary32 `f32.add(f32.mul(a, b), c)` and binary64
+      `a * b + c` on triples where the fused and the unfused result differ
+      (constructed with fractions.Fraction) give the unfused rounding, and
+      `f32.fma` the correctly rounded one (tests/oracles.py's exact oracle),
+      on constructed, near-midpoint and random triples.
+
+Through wgpu, naga drops NoContraction and refuses some modules, so these
+tests assert on the vulkan runner only.  Locally they skip without a Vulkan
+device (tests/test_device_runner.py `open_runner`); under CI nothing skips.
+Slow (CI=true, --runslow): every op over the whole product of its edge sets.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nupp.emit_spirv import DeviceModule, emit_module
+from nupp.errors import Source
+from nupp.pipeline import compile_module
+from nupp.runtime.api import NuppRuntimeError, load
+from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.ops import OPS
+from nupp.scalar_ir.walk import own_exprs, statements, subexprs
+from nupp.scalar_ir.widths import Width
+from nupp.targets.device_call import SpanArgument, call_kernel
+
+from . import oracles as o
+from .kernelgen import F32_EDGE_BITS, INT_EDGES, field_edges, garbage_array
+from .test_device_runner import open_runner
+
+F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
+                                      Width.I64, Width.U64, Width.BOOL)
+RUNNER = "vulkan"  # the runner whose bits must be exact (wgpu translates the module)
+
+
+# ---- compiling a module both ways, and calling it both ways ------------------------------------
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("nupp-spirv-cache")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(cache_dir, monkeypatch):
+    monkeypatch.setenv("NUPP_CACHE_DIR", str(cache_dir))
+
+
+@pytest.fixture(scope="module")
+def device():
+    return open_runner(RUNNER)
+
+
+@dataclass(frozen=True)
+class Built:
+    """One module: its scalar C (loaded) and its device kernels."""
+
+    path: Path
+    scalar: object        # the NuppModule of mode "scalar"
+    device: DeviceModule
+
+    def kernel(self, function: str):
+        assert function in self.device.kernels, (
+            f"{function} is refused by the SPIR-V backend: {self.device.refused.get(function)}")
+        return self.device.kernels[function]
+
+
+def build(path: Path) -> Built:
+    """Compile a .nupp file for scalar C and for the device (error texts name `path` in both)."""
+    module = compile_module(Source.from_file(str(path)))
+    return Built(path, load(str(path), mode="scalar"), emit_module(module, str(path)))
+
+
+def write_module(folder: Path, name: str, text: str) -> Built:
+    path = folder / f"{name}.nupp"
+    path.write_text(text)
+    return build(path)
+
+
+@dataclass
+class Outcome:
+    error: str | None
+    spans: list[np.ndarray]   # every span argument after the call
+
+
+def device_call(device, built: Built, function: str, args: tuple) -> Outcome:
+    """`function` on the device, on private copies of the arrays (arguments in parameter order)."""
+    kernel = built.kernel(function)
+    args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    arguments = {p.name: (SpanArgument(memoryview(a).cast("B"), len(a)) if isinstance(a, np.ndarray) else a)
+                 for p, a in zip(kernel.params, args, strict=True)}
+    status = call_kernel(kernel, device, arguments)
+    return Outcome(kernel.errors[status - 1] if status else None, [a for a in args if isinstance(a, np.ndarray)])
+
+
+def scalar_call(built: Built, function: str, args: tuple) -> Outcome:
+    args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    try:
+        getattr(built.scalar, function)(*args)
+        error = None
+    except NuppRuntimeError as err:
+        error = str(err)
+    return Outcome(error, [a for a in args if isinstance(a, np.ndarray)])
+
+
+def same_field(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row: equal bits, or (binary64) both NaN."""
+    width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+    same = a.view(width) == b.view(width)
+    if a.dtype == np.float64:
+        same |= np.isnan(a) & np.isnan(b)
+    return same
+
+
+def differences(got: np.ndarray, want: np.ndarray, inputs=()) -> list[str]:
+    """The rows where two arrays of one struct dtype differ, with the input rows."""
+    problems = []
+    for name in got.dtype.names:
+        for row in np.flatnonzero(~same_field(got[name], want[name]))[:6]:
+            shown = ", ".join(f"{x[row]!r}" for x in inputs if row < len(x))
+            problems.append(f"row {row} field {name}: {got[name][row]!r} "
+                            f"({got[name][row:row + 1].tobytes().hex()}) vs {want[name][row]!r} "
+                            f"({want[name][row:row + 1].tobytes().hex()}); input {shown}")
+    return problems
+
+
+def assert_same(device_outcome: Outcome, scalar_outcome: Outcome, what: str, inputs=()) -> None:
+    """The device's outcome is scalar C's: the same error text (scalar C's names the same
+    `FILE:LINE: message`, after the traceback's first line), the same spans after."""
+    want_error = scalar_outcome.error
+    if want_error is not None:
+        want_error = want_error.splitlines()[0]
+    assert device_outcome.error == want_error, (
+        f"{what}: errors differ:\n  device:   {device_outcome.error}\n  scalar C: {want_error}")
+    problems = []
+    for k, (a, b) in enumerate(zip(device_outcome.spans, scalar_outcome.spans)):
+        problems += [f"span #{k + 1} {p}" for p in differences(a, b, inputs)]
+    assert not problems, f"{what}: the device and scalar C differ:\n" + "\n".join(problems[:12])
+
+
+def run_both(device, built: Built, function: str, args: tuple, what: str) -> Outcome:
+    """Run on the device and as scalar C; assert they agree; the device's outcome."""
+    on_device = device_call(device, built, function, args)
+    assert_same(on_device, scalar_call(built, function, args), what,
+                [a for a in args if isinstance(a, np.ndarray)])
+    return on_device
+
+
+# ---- (a) every op -------------------------------------------------------------------------------
+
+# How a value of each width reaches an op, and how its result is stored: a
+# struct field of this storage type (a binary32 travels as its bits, a
+# boolean as an int32 that is tested against 0).
+OPERAND_FIELD = {I32: "int32", U32: "uint32", I64: "int64", U64: "uint64", F64: "number", F32: "uint32",
+                 BOOL: "int32"}
+RESULT_FIELD = {I32: "int32", U32: "uint32", I64: "int64", U64: "uint64", F64: "number", F32: "float",
+                BOOL: "int32"}
+FIELD_DTYPE = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "number": "<f8", "float": "<f4"}
+
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "idiv": "//", "mod": "%", "band": "&", "bor": "|",
+         "bxor": "~", "shl": "<<", "shr": ">>", "eq": "==", "ne": "~=", "lt": "<", "le": "<=", "gt": ">",
+         "ge": ">=", "and": "and", "or": "or"}
+PREFIX = {"neg": "-", "bnot": "~", "not": "not "}
+
+SHIFT_COUNTS = (0, 1, 31, 32, 33, 63, 64, 65, -1, -32)
+# The edge values of each operand width (floats and binary32 as bit patterns, in their field's dtype).
+OPERAND_EDGES = {
+    I32: np.array(sorted(set(INT_EDGES["int32"]) | set(SHIFT_COUNTS)), "<i4"),
+    U32: np.array(INT_EDGES["uint32"], "<u4"),
+    I64: np.array(sorted(set(INT_EDGES["int64"]) | set(SHIFT_COUNTS) | {2 ** 32 + 33}), "<i8"),
+    U64: np.array(sorted(set(INT_EDGES["uint64"]) | {c % 2 ** 64 for c in SHIFT_COUNTS}), "<u8"),
+    F64: field_edges(np.dtype(np.float64)),
+    F32: np.array(sorted(set(F32_EDGE_BITS) | set(o.HOSTILE_NAN_BITS)), "<u4"),
+    BOOL: np.array([0, 1, -7], "<i4"),
+}
+QUICK_ROWS, RANDOM_ROWS = 1200, 200  # rows per op in the quick run (a sample of the edge product), then random
+
+
+def operand_source(k: int, width: Width) -> str:
+    field = f"inp[i].o{k}"
+    if width is F32:
+        return f"nupp.math.f32.fromBits({field})"
+    if width is BOOL:
+        return f"({field} ~= 0)"
+    return field
+
+
+def result_width(op: str) -> Width:
+    """The width of the kernel's `r`: the op's, but a trunc's count shifts an int64."""
+    return I64 if OPS[op].base == "trunc" else OPS[op].result
+
+
+def op_source(op: str) -> str:
+    """A Nupp expression that is `op` applied to inp[i]'s fields o0, o1, ..."""
+    info = OPS[op]
+    args = [operand_source(k, w) for k, w in enumerate(info.operands)]
+    if info.calls:
+        return f"{info.calls[0]}({', '.join(args)})"
+    if info.base in INFIX:
+        return f"({args[0]} {INFIX[info.base]} {args[1]})"
+    if info.base in PREFIX:
+        return f"({PREFIX[info.base]}{args[0]})"
+    if info.base == "trunc":
+        return f"(1LL << {args[0]})"  # a shift count is where an int64 narrows to int32
+    return args[0]  # promote, round, widen: the typed local converts
+
+
+def function_name(op: str) -> str:
+    return "op_" + op.replace(".", "_")
+
+
+def struct_name(prefix: str, widths) -> str:
+    return prefix + "_" + "_".join(w.value for w in widths)
+
+
+def ops_module() -> str:
+    """One module: a kernel per op, its operand and result structs."""
+    lines = ["local span = nupp.mem.span", ""]
+    structs = {}
+    for op, info in OPS.items():
+        structs[struct_name("In", info.operands)] = [(f"o{k}", OPERAND_FIELD[w]) for k, w in enumerate(info.operands)]
+        structs[struct_name("Out", (result_width(op),))] = [("r", RESULT_FIELD[result_width(op)])]
+    for name, fields in structs.items():
+        lines += [f"local struct {name}", *(f"    {f}: {t}" for f, t in fields), "end", ""]
+    for op, info in OPS.items():
+        width = result_width(op)
+        store = ("if r then out[i].r = 1 else out[i].r = 0 end" if width is BOOL else "out[i].r = r")
+        lines += [
+            "@aot",
+            f"local function {function_name(op)}(exclusive out: span.WriteSpan<{struct_name('Out', (width,))}>, "
+            f"borrows inp: span.Span<{struct_name('In', info.operands)}>): nil",
+            '    assert(#out == #inp, "length mismatch")',
+            "    for i = 1, #out do",
+            f"        local r: {width.source_name} = {op_source(op)}",
+            f"        {store}",
+            "    end",
+            "end", "",
+        ]
+    exports = [f"{n} = {n}" for n in structs] + [f"{function_name(op)} = {function_name(op)}" for op in OPS]
+    lines.append("return {" + ", ".join(exports) + "}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def ops_built(tmp_path_factory) -> Built:
+    return write_module(tmp_path_factory.mktemp("spirv-ops"), "ops", ops_module())
+
+
+def op_inputs(op: str, dtype: np.dtype, rows: int | None, random_rows: int, seed: int) -> np.ndarray:
+    """Rows of the op's operand struct: the product of its operands' edge sets (every
+    combination, or an even sample of `rows` of them), then rows of random bits.  An op
+    that raises on a zero divisor gets none (division by zero has its own tests)."""
+    info = OPS[op]
+    edges = [OPERAND_EDGES[w] for w in info.operands]
+    grid = [g.ravel() for g in np.meshgrid(*(np.arange(len(e)) for e in edges), indexing="ij")]
+    total = len(grid[0])
+    picked = np.arange(total) if rows is None or total <= rows else np.linspace(0, total - 1, rows).astype(np.int64)
+    out = np.zeros(len(picked) + random_rows, dtype)
+    for k, e in enumerate(edges):
+        out[f"o{k}"][:len(picked)] = e[grid[k][picked]]
+    rng = np.random.default_rng(seed)
+    out[len(picked):] = rng.integers(0, 256, random_rows * dtype.itemsize, dtype=np.uint8).view(dtype)
+    if info.raises:
+        out = out[out["o1"] != 0]
+    return out
+
+
+def _int_result(width: Width):
+    def wrap(value: int) -> int:
+        value %= 1 << width.bits
+        return value - (1 << width.bits) if width.is_signed and value >> (width.bits - 1) else value
+    return wrap
+
+
+def _f64(op):
+    def oracle(*args):
+        with np.errstate(all="ignore"):
+            return float(op(*(np.float64(a) for a in args)))
+    return oracle
+
+
+def _f32_binary(name):
+    return lambda a, b: int(o.BINARY_ORACLES[name](np.array([a], np.uint32), np.array([b], np.uint32))[0])
+
+
+def _f32_unary(name):
+    return lambda a: int(o.UNARY_ORACLES[name](np.array([a], np.uint32))[0])
+
+
+def _shift(left: bool):
+    def oracle(width: Width):
+        mask = width.bits - 1
+        if left:
+            return lambda a, n: a << (n & mask)
+        return lambda a, n: (a % (1 << width.bits)) >> (n & mask)
+    return oracle
+
+
+# Integer ops by base (Python integers, reduced to the result width afterwards);
+# floor division and remainder are Python's own.
+INT_ORACLES = {
+    "add": lambda w: lambda a, b: a + b, "sub": lambda w: lambda a, b: a - b, "mul": lambda w: lambda a, b: a * b,
+    "neg": lambda w: lambda a: -a, "idiv": lambda w: lambda a, b: a // b, "mod": lambda w: lambda a, b: a % b,
+    "band": lambda w: lambda a, b: a & b, "bor": lambda w: lambda a, b: a | b, "bxor": lambda w: lambda a, b: a ^ b,
+    "bnot": lambda w: lambda a: ~a, "shl": _shift(True), "shr": _shift(False),
+}
+COMPARE_ORACLES = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+                   "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+F64_ORACLES = {
+    "add.f64": _f64(np.add), "sub.f64": _f64(np.subtract), "mul.f64": _f64(np.multiply),
+    "div.f64": _f64(np.divide), "neg.f64": _f64(np.negative), "idiv.f64": _f64(lambda a, b: np.floor(a / b)),
+    "mod.f64": _f64(lambda a, b: a - np.floor(a / b) * b), "sqrt.f64": _f64(np.sqrt), "abs.f64": _f64(np.abs),
+    "floor.f64": _f64(np.floor), "ceil.f64": _f64(np.ceil),
+    "min.f64": lambda a, b: o.f64_min_max(a, b, True), "max.f64": lambda a, b: o.f64_min_max(a, b, False),
+}
+F32_ORACLES = {
+    **{f"{n}.f32": _f32_binary(n) for n in o.BINARY_ORACLES},
+    **{f"{n}.f32": _f32_unary(n) for n in o.UNARY_ORACLES},
+    "fma.f32": o.f32_fma_bits, "exp.f32": o.f32_exp_bits,
+}
+CONVERSION_ORACLES = {
+    "promote.f32.f64": lambda a: float(o.f32_of_bits(a)), "promote.i32.f64": float, "promote.u32.f64": float,
+    "round.i64.f64": float, "round.u64.f64": float,  # Python rounds an int to nearest even
+    "narrow.f64.f32": o.round_double_to_f32_bits,
+    "wrap.f64.i32": lambda x: o.wrap_int(x, 32, True), "wrap.f64.u32": lambda x: o.wrap_int(x, 32, False),
+    "wrap.f64.i64": lambda x: o.wrap_int(x, 64, True), "wrap.f64.u64": lambda x: o.wrap_int(x, 64, False),
+    "reinterpret.i32.u32": o.same_bits_uint32, "reinterpret.u32.i32": o.same_bits_int32,
+    "widen.i32.i64": int, "widen.u32.i64": int, "widen.u32.u64": int,
+    "trunc.i64.i32": lambda n: _int_result(I64)(1 << (n & 63)),  # the kernel's 1LL << n
+    "trunc.u64.i32": lambda n: _int_result(I64)(1 << (n & 63)),
+    "bits.f32.u32": o.canonicalize_bits, "frombits.u32.f32": o.canonicalize_bits,
+    "eq.bool": lambda a, b: a == b, "ne.bool": lambda a, b: a != b, "and.bool": lambda a, b: a and b,
+    "or.bool": lambda a, b: a or b, "not.bool": lambda a: not a,
+}
+
+
+def oracle(op: str):
+    """The spec's value of the op's kernel expression, from Python operand values
+    (a binary32 as its canonical bits, a boolean as bool)."""
+    info = OPS[op]
+    if op in F64_ORACLES:
+        return F64_ORACLES[op]
+    if op in F32_ORACLES:
+        return F32_ORACLES[op]
+    if op in CONVERSION_ORACLES:
+        return CONVERSION_ORACLES[op]
+    if info.base in COMPARE_ORACLES:
+        return COMPARE_ORACLES[info.base]  # by value: int64 against uint64 included
+    wrap = _int_result(info.result)
+    compute = INT_ORACLES[info.base](info.result)
+    return lambda *args: wrap(compute(*args))
+
+
+def python_value(value, width: Width):
+    """A field's value as the op sees it."""
+    if width is F32:
+        return o.canonicalize_bits(int(value))  # fromBits
+    if width is BOOL:
+        return int(value) != 0
+    if width is F64:
+        return float(value)
+    return int(value)
+
+
+def stored_value(value, width: Width):
+    """The kernel's stored result as a Python value."""
+    if width is F32:
+        return int(np.array([value], np.float32).view(np.uint32)[0])
+    if width is BOOL:
+        return bool(value)
+    return float(value) if width is F64 else int(value)
+
+
+def same_value(got, want, width: Width) -> bool:
+    if width is F64:
+        return (math.isnan(got) and math.isnan(want)) or struct.pack("<d", got) == struct.pack("<d", want)
+    return got == want and type(got) is type(want)
+
+
+def test_every_op_has_a_kernel_that_computes_it(ops_built):
+    """The op kernels are what they claim: each function's IR holds its op, and the device takes every one."""
+    module = compile_module(Source.from_file(str(ops_built.path)))
+    for fn in module.functions:
+        found = {x.op for s in statements(fn.body) for e in own_exprs(s) for x in subexprs(e)
+                 if isinstance(x, ir.Op)}
+        op = next(op for op in OPS if function_name(op) == fn.name)
+        assert op in found, f"{fn.name} computes {sorted(found)}, not {op}"
+    assert sorted(ops_built.device.kernels) == sorted(function_name(op) for op in OPS), ops_built.device.refused
+
+
+def check_op(device, built: Built, op: str, rows: int | None, random_rows: int) -> None:
+    function = function_name(op)
+    info = OPS[op]
+    width = result_width(op)
+    inp = op_inputs(op, built.scalar.dtype(struct_name("In", info.operands)), rows, random_rows,
+                    seed=sum(map(ord, op)))
+    out = garbage_array(built.scalar.dtype(struct_name("Out", (width,))), len(inp))
+    on_device = run_both(device, built, function, (out, inp), op)
+    assert on_device.error is None
+    compute = oracle(op)
+    wrong = []
+    for row, (got, args) in enumerate(zip(on_device.spans[0]["r"], inp)):
+        operands = [python_value(args[k], w) for k, w in enumerate(info.operands)]
+        want = compute(*operands)
+        if width is BOOL:
+            want = bool(want)
+        if not same_value(stored_value(got, width), want, width):
+            wrong.append(f"row {row}: {op}{tuple(operands)} gave {stored_value(got, width)!r}, the oracle {want!r}")
+    assert not wrong, f"{op}: {len(wrong)} of {len(inp)} rows differ from the oracle:\n" + "\n".join(wrong[:12])
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_op_on_edge_inputs(device, ops_built, op):
+    check_op(device, ops_built, op, QUICK_ROWS, RANDOM_ROWS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", list(OPS))
+def test_op_on_every_combination_of_edge_inputs(device, ops_built, op):
+    check_op(device, ops_built, op, None, 4000)
