@@ -20,10 +20,12 @@ What runs:
       binary32 NaN and the shift counts 0, 31, 32, 63, 64, -1, ...) and rows
       of random bits; a binary32 operand comes from `fromBits` of a uint32
       field, a boolean from `field ~= 0`;
-  (b) integer division by zero and a failed assert in element k of the span
-      loop (k first, in the middle, across a workgroup, last): the same
-      `FILE:LINE: message`, and the spans as scalar C leaves them; a failed
-      assert before the loop writes nothing;
+  (b) integer division by zero (int32, uint32, int64, uint64) in element k of
+      the span loop (k first, in the middle, across a workgroup, last; several
+      failing elements): the same `FILE:LINE: message`, and the spans as
+      scalar C leaves them (elements before k written, k's stores before the
+      division too, later ones untouched); a failed assert before the loop
+      (asserts stand only there) writes nothing;
   (c) span lengths 0..33 (and across workgroups of 64) for kernels over
       int8 / int16 / binary64 fields, read from elements of 1, 3 and 6 bytes
       and stored into {int8, int8, int16} and {int16, int16, number} elements;
@@ -62,8 +64,10 @@ from nupp.scalar_ir.widths import Width
 from nupp.targets.device_call import SpanArgument, call_kernel
 
 from . import oracles as o
-from .kernelgen import F32_EDGE_BITS, INT_EDGES, field_edges, garbage_array
+from .kernelgen import F32_EDGE_BITS, INT_EDGES, edge_array, field_edges, garbage_array
 from .test_device_runner import open_runner
+from .test_lane_c import write_test_kernels
+from .test_native_differential import FULL_ROWS, KERNELS, RANDOM_ROWS, Kernel, kernel_inputs
 
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
                                       Width.I64, Width.U64, Width.BOOL)
@@ -153,21 +157,17 @@ def differences(got: np.ndarray, want: np.ndarray, inputs=()) -> list[str]:
     problems = []
     for name in got.dtype.names:
         for row in np.flatnonzero(~same_field(got[name], want[name]))[:6]:
-            shown = ", ".join(f"{x[row]!r}" for x in inputs if row < len(x))
+            shown = ", ".join(str(x[row].tolist()) for x in inputs if row < len(x))
             problems.append(f"row {row} field {name}: {got[name][row]!r} "
                             f"({got[name][row:row + 1].tobytes().hex()}) vs {want[name][row]!r} "
-                            f"({want[name][row:row + 1].tobytes().hex()}); input {shown}")
+                            f"({want[name][row:row + 1].tobytes().hex()}); the arguments' rows {shown}")
     return problems
 
 
 def assert_same(device_outcome: Outcome, scalar_outcome: Outcome, what: str, inputs=()) -> None:
-    """The device's outcome is scalar C's: the same error text (scalar C's names the same
-    `FILE:LINE: message`, after the traceback's first line), the same spans after."""
-    want_error = scalar_outcome.error
-    if want_error is not None:
-        want_error = want_error.splitlines()[0]
-    assert device_outcome.error == want_error, (
-        f"{what}: errors differ:\n  device:   {device_outcome.error}\n  scalar C: {want_error}")
+    """The device's outcome is scalar C's: the same error text `FILE:LINE: message`, the same spans after."""
+    assert device_outcome.error == scalar_outcome.error, (
+        f"{what}: errors differ:\n  device:   {device_outcome.error}\n  scalar C: {scalar_outcome.error}")
     problems = []
     for k, (a, b) in enumerate(zip(device_outcome.spans, scalar_outcome.spans)):
         problems += [f"span #{k + 1} {p}" for p in differences(a, b, inputs)]
@@ -454,3 +454,223 @@ def test_op_on_edge_inputs(device, ops_built, op):
 @pytest.mark.parametrize("op", list(OPS))
 def test_op_on_every_combination_of_edge_inputs(device, ops_built, op):
     check_op(device, ops_built, op, None, 4000)
+
+
+# ---- (b) errors: division by zero and failed asserts in element k --------------------------------
+
+ERRORS = """\
+local span = nupp.mem.span
+
+local struct Cell
+    a: int32
+    q: int32
+    r: uint32
+    w: int64
+    z: uint64
+    b: int32
+end
+
+local struct Arg
+    x: int32
+    y: int32
+    u: uint32
+    v: int64
+    t: uint64
+end
+
+@aot
+local function divide(exclusive out: span.WriteSpan<Cell>, borrows inp: span.Span<Arg>, p: int32): nil
+    assert(#out == #inp, "length mismatch")
+    assert(p ~= 0, "p refused")
+    for i = 1, #out do
+        out[i].a = inp[i].x + p
+        out[i].q = inp[i].x // inp[i].y
+        out[i].r = inp[i].u % inp[i].u
+        out[i].w = inp[i].v // inp[i].v
+        out[i].z = inp[i].t % inp[i].t
+        out[i].b = inp[i].y
+    end
+end
+
+return {Cell = Cell, Arg = Arg, divide = divide}
+"""
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+# the divisor field that is zero -> the line of the division it fails (each an integer width)
+ERROR_LINES = {name: line_of(ERRORS, f"{'//' if name in 'yv' else '%'} inp[i].{name}") for name in "yuvt"}
+ERROR_LENGTH = 130  # elements: two workgroups of 64 and a few more
+
+
+@pytest.fixture(scope="module")
+def errors_built(tmp_path_factory) -> Built:
+    return write_module(tmp_path_factory.mktemp("spirv-errors"), "errors", ERRORS)
+
+
+def error_inputs(built: Built, n: int, failures: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Garbage output and inputs that fail nowhere but at `failures` (element -> what fails there)."""
+    inp = np.zeros(n, built.scalar.dtype("Arg"))
+    inp["x"] = np.arange(n) * 7 - 50
+    inp["y"] = np.where(np.arange(n) % 2, 3, -5)
+    for name in ("u", "v", "t"):
+        inp[name] = np.arange(n) % 5 + 1
+    for element, divisor in failures.items():
+        inp[divisor][element - 1] = 0
+    return garbage_array(built.scalar.dtype("Cell"), n), inp
+
+
+@pytest.mark.parametrize("what", sorted(ERROR_LINES))
+@pytest.mark.parametrize("k", [1, 2, 33, 64, 65, ERROR_LENGTH])
+def test_a_failure_in_element_k_stops_where_the_scalar_loop_stops(device, errors_built, what, k):
+    out, inp = error_inputs(errors_built, ERROR_LENGTH, {k: what})
+    outcome = run_both(device, errors_built, "divide", (out, inp, 5), f"{what} at element {k}")
+    assert outcome.error == f"{errors_built.path}:{ERROR_LINES[what]}: integer division by zero"
+    after = outcome.spans[0]
+    assert differences(after[k:], out[k:]) == [], "elements after k are untouched"
+    assert not np.any(same_field(after["b"][:k - 1], out["b"][:k - 1])), "elements before k are written"
+    written_in_k = [name for name in after.dtype.names if not same_field(after[name][k - 1:k], out[name][k - 1:k])[0]]
+    stores = ["a", "q", "r", "w", "z", "b"]
+    assert written_in_k == stores[:stores.index({"y": "q", "u": "r", "v": "w", "t": "z"}[what])]
+
+
+def test_the_lowest_failing_element_is_reported(device, errors_built):
+    for failures in ({90: "y", 5: "t", 70: "u"}, {64: "t", 65: "y"}, {3: "v", 2: "u"}, {130: "y", 129: "t"}):
+        out, inp = error_inputs(errors_built, ERROR_LENGTH, failures)
+        outcome = run_both(device, errors_built, "divide", (out, inp, 1), f"failures {failures}")
+        first = min(failures)
+        assert outcome.error.startswith(f"{errors_built.path}:{ERROR_LINES[failures[first]]}: ")
+
+
+@pytest.mark.parametrize("n", [0, 1, 64, ERROR_LENGTH])
+def test_a_failed_assert_before_the_loop_writes_nothing(device, errors_built, n):
+    out, inp = error_inputs(errors_built, n, {})
+    refused = run_both(device, errors_built, "divide", (out, inp, 0), f"p = 0, length {n}")
+    assert refused.error == f"{errors_built.path}:{line_of(ERRORS, 'p refused')}: p refused"
+    assert differences(refused.spans[0], out) == []
+    shorter = run_both(device, errors_built, "divide", (out, inp[:max(n - 1, 0)], 3), f"length mismatch {n}")
+    if n:
+        assert shorter.error == f"{errors_built.path}:{line_of(ERRORS, 'length mismatch')}: length mismatch"
+        assert differences(shorter.spans[0], out) == []
+    assert run_both(device, errors_built, "divide", (out, inp, 3), f"length {n}").error is None
+
+
+# ---- (c) lengths and layouts ----------------------------------------------------------------------
+
+LAYOUTS = """\
+local span = nupp.mem.span
+
+local struct Bytes          -- 3 bytes an element: read-only on the device
+    a: int8
+    b: uint8
+    c: int8
+end
+
+local struct Shorts         -- 6 bytes
+    s: int16
+    t: uint16
+    u: int16
+end
+
+local struct Wide           -- 16 bytes: a byte, padding, a binary64
+    k: int8
+    d: number
+end
+
+local struct Packed         -- 4 bytes: two int8 and an int16 share one word
+    a: int8
+    b: uint8
+    h: int16
+end
+
+local struct Mixed          -- 16 bytes
+    s: int16
+    t: uint16
+    w: int64
+end
+
+@aot
+local function pack(exclusive out: span.WriteSpan<Packed>, exclusive mix: span.WriteSpan<Mixed>,
+                    borrows bytes: span.Span<Bytes>, borrows shorts: span.Span<Shorts>,
+                    borrows wide: span.Span<Wide>, p: int32): nil
+    assert(#out == #bytes, "length mismatch")
+    assert(#mix == #bytes, "length mismatch")
+    assert(#shorts == #bytes, "length mismatch")
+    assert(#wide == #bytes, "length mismatch")
+    for i = 1, #out do
+        out[i].a = bytes[i].a + shorts[i].s
+        out[i].b = bytes[i].b - bytes[i].c * p
+        out[i].h = out[i].h + shorts[i].t + wide[i].k * 300
+        mix[i].s = shorts[i].u * 3 + mix[i].t
+        mix[i].t = nupp.math.i64.wrap(wide[i].d)
+        mix[i].w = mix[i].w + nupp.math.i64.wrap(wide[i].d) * bytes[i].b
+    end
+end
+
+@aot
+local function spill(exclusive out: span.WriteSpan<Bytes>, borrows shorts: span.Span<Shorts>): nil
+    assert(#out == #shorts, "length mismatch")
+    for i = 1, #out do
+        out[i].a = shorts[i].s
+    end
+end
+
+return {Bytes = Bytes, Shorts = Shorts, Wide = Wide, Packed = Packed, Mixed = Mixed, pack = pack, spill = spill}
+"""
+LENGTHS = (*range(34), 63, 64, 65, 129)
+LAYOUT_SPANS = ("Packed", "Mixed", "Bytes", "Shorts", "Wide")
+
+
+@pytest.fixture(scope="module")
+def layouts_built(tmp_path_factory) -> Built:
+    return write_module(tmp_path_factory.mktemp("spirv-layouts"), "layouts", LAYOUTS)
+
+
+def test_struct_layouts_are_the_c_layouts(layouts_built):
+    sizes = {name: layouts_built.scalar.dtype(name).itemsize for name in LAYOUT_SPANS}
+    assert sizes == {"Packed": 4, "Mixed": 16, "Bytes": 3, "Shorts": 6, "Wide": 16}
+    spans = {s.name: (s.stride, s.writable) for s in layouts_built.kernel("pack").spans}
+    assert spans == {"out": (4, True), "mix": (16, True), "bytes": (3, False), "shorts": (6, False),
+                     "wide": (16, False)}
+
+
+@pytest.mark.parametrize("p", [3, -1])
+def test_fields_of_one_to_eight_bytes_at_every_length(device, layouts_built, p):
+    for n in LENGTHS:
+        spans = [edge_array(layouts_built.scalar.dtype(s), n, offset=3 * n + k) for k, s in enumerate(LAYOUT_SPANS)]
+        run_both(device, layouts_built, "pack", (*spans, p), f"pack, length {n}, p = {p}")
+
+
+def test_a_store_into_elements_of_three_bytes_is_refused(layouts_built):
+    assert layouts_built.device.refused["spill"] == (
+        "%out is written and its Bytes elements are 3 bytes: the device writes 32-bit words, "
+        "which neighbouring elements would share")
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory) -> dict[str, tuple[Kernel, Built]]:
+    """The BENCH kernels and the lane test kernels the SPIR-V backend takes."""
+    built = {}
+    for name, kernel in write_test_kernels(tmp_path_factory.mktemp("spirv-kernels")).items():
+        module = build(kernel.path)
+        if kernel.function in module.device.kernels:
+            built[name] = (kernel, module)
+    return built
+
+
+def test_the_device_takes_the_span_kernels(committed):
+    assert {"mandelbrot", "corrected", "mixedwidth", "simd", "tecsbits", "seed_classify", "lanemix", "masked",
+            "whiles", "fors", "raising"} <= set(committed)
+
+
+@pytest.mark.parametrize("name", sorted(set(KERNELS) | {"lanemix", "masked", "whiles", "fors", "raising"}))
+def test_kernel_agrees_at_every_length_and_on_edge_inputs(device, committed, name):
+    kernel, built = committed[name]
+    calls = [(f"length {n} {scalars}", (*kernel_inputs(built.scalar, kernel, n, offset=7 * n), *scalars))
+             for n in LENGTHS for scalars in kernel.scalars[:2]]
+    full = kernel_inputs(built.scalar, kernel, FULL_ROWS, RANDOM_ROWS)
+    calls += [(f"full {scalars}", (*full, *scalars)) for scalars in kernel.scalars]
+    for label, args in calls:
+        run_both(device, built, kernel.function, args, f"{name} {label}")
