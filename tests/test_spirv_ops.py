@@ -68,6 +68,7 @@ from .kernelgen import F32_EDGE_BITS, INT_EDGES, edge_array, field_edges, garbag
 from .test_device_runner import open_runner
 from .test_lane_c import write_test_kernels
 from .test_native_differential import FULL_ROWS, KERNELS, RANDOM_ROWS, Kernel, kernel_inputs
+from .test_runtime_math import constructed_double_rounding_cases, near_tie_fma_cases
 
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
                                       Width.I64, Width.U64, Width.BOOL)
@@ -674,3 +675,140 @@ def test_kernel_agrees_at_every_length_and_on_edge_inputs(device, committed, nam
     calls += [(f"full {scalars}", (*full, *scalars)) for scalars in kernel.scalars]
     for label, args in calls:
         run_both(device, built, kernel.function, args, f"{name} {label}")
+
+
+# ---- (d) contraction: a * b + c rounds twice, fma once ---------------------------------------------
+
+CONTRACTION = """\
+local span = nupp.mem.span
+local f32 = nupp.math.f32
+
+local struct Triple32
+    a: uint32
+    b: uint32
+    c: uint32
+end
+
+local struct Results32
+    unfused: uint32
+    fused: uint32
+end
+
+local struct Triple64
+    a: number
+    b: number
+    c: number
+end
+
+local struct Result64
+    r: number
+end
+
+@aot
+local function f32_sums(exclusive out: span.WriteSpan<Results32>, borrows inp: span.Span<Triple32>): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        local a = f32.fromBits(inp[i].a)
+        local b = f32.fromBits(inp[i].b)
+        local c = f32.fromBits(inp[i].c)
+        out[i].unfused = f32.bits(f32.add(f32.mul(a, b), c))
+        out[i].fused = f32.bits(f32.fma(a, b, c))
+    end
+end
+
+@aot
+local function f64_sums(exclusive out: span.WriteSpan<Result64>, borrows inp: span.Span<Triple64>): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        out[i].r = inp[i].a * inp[i].b + inp[i].c
+    end
+end
+
+return {Triple32 = Triple32, Results32 = Results32, Triple64 = Triple64, Result64 = Result64,
+        f32_sums = f32_sums, f64_sums = f64_sums}
+"""
+CONTRACTION_CASES = 400  # discriminating triples of each kind, beside the near-midpoint sweep and random ones
+
+
+@pytest.fixture(scope="module")
+def contraction_built(tmp_path_factory) -> Built:
+    return write_module(tmp_path_factory.mktemp("spirv-contraction"), "contraction", CONTRACTION)
+
+
+def f32_unfused_bits(a: int, b: int, c: int) -> int:
+    return _f32_binary("add")(o.f32_mul_bits(a, b), c)
+
+
+def f32_cancelling_cases(count: int, seed: int) -> list[tuple[int, int, int]]:
+    """Triples with c near -(a * b rounded): the unfused sum is (nearly) the nudge, the
+    fused one keeps the product's rounding error, so the two differ (checked exactly)."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        exponents = rng.integers(-60, 60, 2)
+        a, b = (o.round_to_f32_bits(Fraction(int(rng.integers(2 ** 23, 2 ** 24))) * Fraction(2) ** int(e - 23))
+                | (o.SIGN_BIT if rng.random() < 0.5 else 0) for e in exponents)
+        c = (o.f32_mul_bits(a, b) ^ o.SIGN_BIT) + int(rng.integers(-2, 3))
+        if o.f32_fma_bits(a, b, c) != f32_unfused_bits(a, b, c):
+            cases.append((a, b, c))
+    return cases
+
+
+def f64_fused(a: float, b: float, c: float) -> float:
+    """a * b + c rounded once (Fraction to float rounds to nearest even)."""
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+def f64_cancelling_cases(count: int, seed: int) -> list[tuple[float, float, float]]:
+    """Binary64 triples whose fused and unfused a * b + c differ: c cancels the rounded product."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        a, b = (float(rng.uniform(1, 2)) * 2.0 ** int(e) * (-1 if rng.random() < 0.5 else 1)
+                for e in rng.integers(-300, 300, 2))
+        c = -(a * b)
+        for _ in range(int(rng.integers(0, 3))):
+            c = math.nextafter(c, math.inf if rng.random() < 0.5 else -math.inf)
+        if f64_fused(a, b, c) != a * b + c:
+            cases.append((a, b, c))
+    return cases
+
+
+def random_f32_triples(count: int, seed: int) -> list[tuple[int, int, int]]:
+    rng = np.random.default_rng(seed)
+    return [tuple(map(int, row)) for row in rng.integers(0, 2 ** 32, (count, 3), dtype=np.uint64)]
+
+
+def f32_contraction_cases() -> list[tuple[int, int, int]]:
+    a, b, c, _ = near_tie_fma_cases()
+    return (f32_cancelling_cases(CONTRACTION_CASES, 1) + constructed_double_rounding_cases()
+            + list(zip(map(int, a), map(int, b), map(int, c))) + random_f32_triples(2000, 2))
+
+
+def test_binary32_multiply_then_add_rounds_twice_and_fma_once(device, contraction_built):
+    cases = f32_contraction_cases()
+    inp = np.array(cases, dtype=np.uint32).view(contraction_built.scalar.dtype("Triple32")).ravel()
+    out = garbage_array(contraction_built.scalar.dtype("Results32"), len(inp))
+    got = run_both(device, contraction_built, "f32_sums", (out, inp), "binary32 a * b + c").spans[0]
+    unfused = [f32_unfused_bits(*t) for t in cases]
+    fused = [o.f32_fma_bits(*t) for t in cases]
+    assert sum(u != f for u, f in zip(unfused, fused)) >= 2 * CONTRACTION_CASES, "the cases must discriminate"
+    assert sum(f != o.double_rounded_fma_bits(*t) for t, f in zip(cases, fused)) >= 100, \
+        "the cases must defeat rounding in binary64 first"
+    wrong = [f"{t[0]:08x} * {t[1]:08x} + {t[2]:08x}: mul/add {g:08x} (unfused {u:08x}), "
+             f"fma {h:08x} (exact {f:08x})"
+             for t, g, h, u, f in zip(cases, got["unfused"], got["fused"], unfused, fused) if g != u or h != f]
+    assert not wrong, f"{len(wrong)} of {len(cases)} triples differ:\n" + "\n".join(wrong[:12])
+
+
+def test_binary64_multiply_then_add_rounds_twice(device, contraction_built):
+    rng = np.random.default_rng(3)
+    random_rows = [tuple(map(float, row)) for row in rng.integers(0, 2 ** 64, (2000, 3), dtype=np.uint64)
+                   .view(np.float64)]
+    cases = f64_cancelling_cases(CONTRACTION_CASES, 4) + random_rows
+    inp = np.array(cases, dtype=np.float64).view(contraction_built.scalar.dtype("Triple64")).ravel()
+    out = garbage_array(contraction_built.scalar.dtype("Result64"), len(inp))
+    got = run_both(device, contraction_built, "f64_sums", (out, inp), "binary64 a * b + c").spans[0]["r"]
+    wrong = [f"{a!r} * {b!r} + {c!r}: {g!r}, unfused {a * b + c!r}" for (a, b, c), g in zip(cases, got)
+             if not same_value(float(g), a * b + c, F64)]
+    assert not wrong, f"{len(wrong)} of {len(cases)} triples differ:\n" + "\n".join(wrong[:12])
