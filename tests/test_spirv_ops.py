@@ -558,6 +558,41 @@ def test_a_failed_assert_before_the_loop_writes_nothing(device, errors_built, n)
     assert run_both(device, errors_built, "divide", (out, inp, 3), f"length {n}").error is None
 
 
+PROLOGUE = """\
+local span = nupp.mem.span
+
+local struct Cell
+    a: int32
+    d: number
+end
+
+@aot
+local function offset(exclusive out: span.WriteSpan<Cell>, borrows inp: span.Span<Cell>, p: int32, q: number): nil
+    assert(#out == #inp, "length mismatch")
+    local k = p * 3
+    local scale: number = q + 0.5
+    if p > 100 then
+        k = 0
+    end
+    for i = 1, #out do
+        out[i].a = inp[i].a + k
+        out[i].d = inp[i].d * scale
+    end
+end
+
+return {Cell = Cell, offset = offset}
+"""
+
+
+def test_locals_set_before_the_loop_reach_every_iteration(device, tmp_path):
+    """Each invocation runs the statements before the loop; the loop reads their locals."""
+    built = write_module(tmp_path, "prologue", PROLOGUE)
+    for n in (0, 1, 65):
+        inp = edge_array(built.scalar.dtype("Cell"), n)
+        for p, q in ((7, 0.25), (101, -1e300), (-2147483648, math.nan)):
+            run_both(device, built, "offset", (garbage_array(inp.dtype, n), inp, p, q), f"length {n}, {p}, {q}")
+
+
 # ---- (c) lengths and layouts ----------------------------------------------------------------------
 
 LAYOUTS = """\
