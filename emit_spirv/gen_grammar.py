@@ -2,6 +2,9 @@
 
     python -m nupp.emit_spirv.gen_grammar [GRAMMAR_JSON] [OUTPUT]
 
+The numbers of the GLSL.std.450 extended instructions (Floor, Sqrt, ...)
+come from the grammar beside it, extinst.glsl.std.450.grammar.json.
+
 The opcode and enumerant numbers of SPIR-V are read from Khronos'
 machine-readable grammar (Debian's `spirv-headers` installs it at
 GRAMMAR_PATH) instead of being typed by hand.  The generated module is
@@ -16,6 +19,7 @@ import sys
 from pathlib import Path
 
 GRAMMAR_PATH = Path("/usr/include/spirv/unified1/spirv.core.grammar.json")
+GLSL_GRAMMAR_NAME = "extinst.glsl.std.450.grammar.json"
 OUTPUT_PATH = Path(__file__).with_name("grammar.py")
 
 # The operand kinds a compute module uses; the others (images, ray tracing, ...) stay out.
@@ -26,8 +30,9 @@ ENUM_KINDS = (
 )
 
 
-def render_grammar(grammar: dict) -> str:
-    """The text of grammar.py for a parsed spirv.core.grammar.json."""
+def render_grammar(grammar: dict, glsl: dict) -> str:
+    """The text of grammar.py for a parsed spirv.core.grammar.json and its
+    GLSL.std.450 extended instruction grammar."""
     lines = [
         '"""SPIR-V opcode and enumerant numbers (generated: do not edit).',
         "",
@@ -50,6 +55,8 @@ def render_grammar(grammar: dict) -> str:
         lines.append(f"    {kind!r}: {{")
         lines.extend(f"        {name!r}: {value}," for name, value in enumerants.items())
         lines.append("    },")
+    lines += ["}", "", "# The GLSL.std.450 extended instructions (OpExtInst), by name.", "GLSL_STD_450: dict[str, int] = {"]
+    lines += [f"    {inst['opname']!r}: {inst['opcode']}," for inst in glsl["instructions"]]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -73,7 +80,8 @@ def main(argv: list[str]) -> int:
     source = Path(argv[0]) if argv else GRAMMAR_PATH
     target = Path(argv[1]) if len(argv) > 1 else OUTPUT_PATH
     grammar = json.loads(source.read_text(encoding="utf-8"))
-    target.write_text(render_grammar(grammar), encoding="utf-8")
+    glsl = json.loads(source.with_name(GLSL_GRAMMAR_NAME).read_text(encoding="utf-8"))
+    target.write_text(render_grammar(grammar, glsl), encoding="utf-8")
     return 0
 
 

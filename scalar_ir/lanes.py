@@ -149,10 +149,16 @@ def _access_refusal(fn: ir.Function, inside, loop, varying) -> Optional[str]:
     for s, x in loads:
         if x.index != loop.var and (x.span in stored or x.index in varying):
             return f"a load of %{x.span} at %{x.index}, not the counter, at {s.loc}"
-    touched = stored | {x.span for _, x in loads}
+    pair = written_not_disjoint(fn, stored, stored | {x.span for _, x in loads})
+    return None if pair is None else f"%{pair[0]} is written and not known disjoint from %{pair[1]}"
+
+
+def written_not_disjoint(fn: ir.Function, stored: set, touched: set) -> Optional[tuple[str, str]]:
+    """A span `fn` writes (one of `stored`) and another it reads or writes
+    (of `touched`) that the alias matrix does not know disjoint, or None."""
     facts = {frozenset((a.a, a.b)): a.fact for a in fn.aliases}
     for a in sorted(stored):
         for b in sorted(touched - {a}):
             if facts.get(frozenset((a, b))) != ir.DISJOINT:
-                return f"%{a} is written and not known disjoint from %{b}"
+                return a, b
     return None

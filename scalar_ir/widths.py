@@ -144,3 +144,25 @@ def integer_fits(value: int, width: Width) -> bool:
 def holds_in_binary32(x: float) -> bool:
     """Whether binary32 holds the binary64 `x` exactly (a NaN counts: it stays a NaN)."""
     return x != x or round_f32(x) == x
+
+
+@dataclass(frozen=True)
+class StructLayout:
+    """The natural C layout of a struct's fields (each aligned to its own size,
+    the struct padded to its largest field): what the runtime's FFI structs,
+    NumPy's aligned dtypes and the C emitter's struct declarations all are."""
+
+    size: int
+    offsets: dict  # field name -> byte offset
+
+
+def struct_layout(fields) -> StructLayout:
+    """The layout of (field name, storage type name) pairs, in order."""
+    offset, align, offsets = 0, 1, {}
+    for name, type_name in fields:
+        size = FIELD_STORAGE[type_name].bits // 8
+        offset = -(-offset // size) * size
+        offsets[name] = offset
+        offset += size
+        align = max(align, size)
+    return StructLayout(-(-offset // align) * align, offsets)

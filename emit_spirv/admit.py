@@ -1,0 +1,139 @@
+"""Which @aot functions run on a device, and why the others do not.
+
+The device runs one invocation per iteration of a function's span loop, all
+at once, so a function is admitted when its iterations are independent and
+its bits cannot depend on their order:
+
+    shape       statements before the loop (locals, asserts, ifs: every
+                invocation runs them, the same for all), one counted span loop
+                with step 1 (the verifier proves its bounds: a constant up to
+                a span's length), nothing after it; no result
+    iterations  no assignment to a local declared outside the loop (no value
+                carries from one iteration to the next: reductions included),
+                no break out of the span loop, no call
+    memory      every store goes to element i of iteration i (so an error in
+                iteration k leaves elements below k as the scalar loop does:
+                the host copies back only those); a written span is read only
+                at the counter and is known disjoint from every other span
+                (each span is its own device buffer); an element of a written
+                span fills whole 32-bit words (the device writes words, and two
+                invocations must never share one)
+
+`device_refusal` says why a function is refused (`nupp emit --report`), or
+None; `split_kernel` gives an admitted function's prologue and span loop.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.lanes import written_not_disjoint
+from nupp.scalar_ir.varying import outer_assigned, span_loops
+from nupp.scalar_ir.walk import fails_itself, own_exprs, statements, subexprs
+from nupp.scalar_ir.widths import struct_layout
+
+WORD = 4
+
+
+def split_kernel(fn: ir.Function) -> tuple[tuple, ir.For]:
+    """An admitted function's statements before its span loop, and the loop."""
+    at = next(k for k, s in enumerate(fn.body) if isinstance(s, ir.For))
+    return fn.body[:at], fn.body[at]
+
+
+def device_refusal(fn: ir.Function, module: ir.Module) -> Optional[str]:
+    """Why the device cannot run `fn` (one sentence), or None."""
+    return (_signature_refusal(fn) or _shape_refusal(fn)
+            or _iteration_refusal(fn) or _memory_refusal(fn, module))
+
+
+def _signature_refusal(fn: ir.Function) -> Optional[str]:
+    if fn.result is not None:
+        return "it returns a value (the device runs span loops whose iterations return nothing)"
+    if not fn.vectorize:
+        return "it is marked @aot(vectorize = false)"
+    call = next((x for s in statements(fn.body) for e in own_exprs(s) for x in subexprs(e)
+                 if isinstance(x, ir.Call)), None)
+    if call is not None:
+        return f"it calls {call.func} at {call.loc} (the device runs no calls yet)"
+    return None
+
+
+def _shape_refusal(fn: ir.Function) -> Optional[str]:
+    loops = [k for k, s in enumerate(fn.body) if isinstance(s, (ir.For, ir.While))]
+    spans = span_loops(fn)
+    if not spans or not loops or fn.body[loops[0]] is not spans[0]:
+        return "it has no loop over spans at function level before any other loop"
+    loop = spans[0]
+    nested = next((s for s in statements(fn.body[:loops[0]]) if isinstance(s, (ir.For, ir.While))), None)
+    if nested is not None:
+        return f"a loop at {nested.loc} before the span loop"
+    after = [s for s in fn.body[loops[0] + 1:] if not (isinstance(s, ir.Return) and s.value is None)]
+    if after:
+        return f"a statement at {after[0].loc} after the span loop (the device runs the loop last)"
+    if loop.step != 1:
+        return f"the span loop at {loop.loc} has step {loop.step} (the device runs step 1)"
+    params = {p.name for p in fn.params} - {s.name for s in statements(fn.body) if isinstance(s, ir.Assign)}
+    for bound in (loop.start, loop.stop):
+        if not host_computable(bound, params):
+            return (f"the span loop's bound at {loop.loc} reads more than parameters and span lengths "
+                    "(the host counts the iterations before the device runs them)")
+    return None
+
+
+def host_computable(e, params) -> bool:
+    """Whether the host can evaluate `e` from the arguments alone: constants,
+    parameters never assigned (`params`), span lengths and ops that cannot raise."""
+    return all(isinstance(x, (ir.Const, ir.Len)) or (isinstance(x, ir.Var) and x.name in params)
+               or (isinstance(x, ir.Op) and not fails_itself(x)) for x in subexprs(e))
+
+
+def _iteration_refusal(fn: ir.Function) -> Optional[str]:
+    _, loop = split_kernel(fn)
+    carried = sorted(outer_assigned(loop))
+    if carried:
+        return (f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in it "
+                "(each iteration runs in its own invocation: no value carries between them)")
+    escaping = _break_leaving(loop.body)
+    if escaping is not None:
+        return f"a break at {escaping.loc} leaves the span loop (the device runs every iteration)"
+    return None
+
+
+def _break_leaving(stmts) -> Optional[ir.Break]:
+    """A Break in `stmts` that leaves them, not an inner loop."""
+    for s in stmts:
+        if isinstance(s, ir.Break):
+            return s
+        if isinstance(s, ir.If):
+            found = _break_leaving(s.then) or _break_leaving(s.orelse)
+            if found is not None:
+                return found
+    return None
+
+
+def _memory_refusal(fn: ir.Function, module: ir.Module) -> Optional[str]:
+    _, loop = split_kernel(fn)
+    inside = list(statements(loop.body))
+    stores = [s for s in inside if isinstance(s, ir.Store)]
+    stored = {s.span for s in stores}
+    for s in stores:
+        if s.index != loop.var:
+            return f"a store to %{s.span} at %{s.index}, not the span loop's counter, at {s.loc}"
+    loads = [(s, x) for s in inside for e in own_exprs(s) for x in subexprs(e) if isinstance(x, ir.Load)]
+    for s, x in loads:
+        if x.span in stored and x.index != loop.var:
+            return f"a load of %{x.span}, which the loop writes, at %{x.index}, not the counter, at {s.loc}"
+    pair = written_not_disjoint(fn, stored, stored | {x.span for _, x in loads})
+    if pair is not None:
+        return (f"%{pair[0]} is written and not known disjoint from %{pair[1]} (each span is its own "
+                f"device buffer: mark %{pair[0]} exclusive)")
+    params = {p.name: p.type for p in fn.params}
+    for name in sorted(stored):
+        size = struct_layout(module.struct(params[name].struct).fields).size
+        if size % WORD:
+            return (f"%{name} is written and its {params[name].struct} elements are {size} bytes: "
+                    "the device writes 32-bit words, which neighbouring elements would share")
+    return None
+

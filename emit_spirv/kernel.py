@@ -1,0 +1,515 @@
+"""One admitted @aot function as a SPIR-V compute kernel (emit_spirv/admit.py says which).
+
+Invocation g runs iteration g of the span loop, i = start + g; the host
+counts the iterations (`DeviceKernel.start`/`stop` are expressions of the
+arguments) and dispatches max(count, 1) invocations in workgroups of
+WORKGROUP_SIZE, over a 2-D grid when one row would be too long.  Every
+invocation first runs the statements before the loop (the same for all), so
+an assert there fails in every invocation, as it fails once before the
+scalar loop.
+
+Buffers, all in descriptor set 0, each a runtime array of 32-bit words:
+
+    binding 0  arguments  word 0 start, word 1 count, word 2 -0.0 (binary32),
+                          then per parameter in
+                          order: a span's length, or a scalar's bits (one word,
+                          or two, low first, for 64-bit widths; a boolean 0 / 1)
+    binding 1  status     word s-1 for error status s: the lowest rank that
+                          failed with it (atomic minimum; the host fills it
+                          with NO_ERROR).  Rank 0 is the statements before the
+                          loop, rank g + 1 iteration g
+    binding 2+ one per span parameter, its elements in the C layout
+                          (scalar_ir/widths.struct_layout), NonWritable
+                          unless the function stores to it
+
+A field is read and written as the words it occupies (a 64-bit field two
+words joined as a uint64; int8..int16 shifted out of, or masked into, its
+word), so the module needs neither 8- nor 16-bit types, and Float64 / Int64
+only where the kernel uses 64-bit values.  Locals are Function variables.
+An error (a failed assert, an integer division by zero) records its rank
+and returns: the rest of that invocation does nothing, as the scalar loop
+stops there.  Every float arithmetic result is decorated NoContraction.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from nupp.emit_spirv.admit import split_kernel
+from nupp.emit_spirv.fields import load_field, store_field
+from nupp.emit_spirv.grammar import GLSL_STD_450
+from nupp.emit_spirv.module import Module, enumerant, instruction
+from nupp.emit_spirv.rules import SPIRV_OPS
+from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
+from nupp.scalar_ir.walk import fails_itself, raises, statements
+from nupp.scalar_ir.widths import Width, struct_layout
+
+F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
+                                      Width.I64, Width.U64, Width.BOOL)
+WORKGROUP_SIZE = 64
+ARGUMENTS, STATUS, FIRST_SPAN = 0, 1, 2
+NO_ERROR = 0xFFFFFFFF
+HEADER_WORDS = 3  # start, count, the binary32 -0.0 (KernelWriter.product)
+NEGATIVE_ZERO_F32 = 0x80000000
+FLOAT_ARITHMETIC = ("OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFNegate")
+
+
+@dataclass(frozen=True)
+class SpanBuffer:
+    name: str
+    binding: int
+    writable: bool  # the kernel stores to it
+    stride: int     # bytes per element
+
+
+@dataclass(frozen=True)
+class DeviceKernel:
+    """What the host needs to run one function on a device."""
+
+    function: str
+    spirv: bytes
+    params: tuple[ir.Param, ...]
+    spans: tuple[SpanBuffer, ...]
+    errors: tuple[str, ...]  # status s (1-based) -> "path:line: message"
+    start: ir.Expr           # the span loop's bounds: constants, parameters, span lengths
+    stop: ir.Expr
+    needs: frozenset[str]    # "f64", "i64": device features the module uses
+    workgroup_size: int = WORKGROUP_SIZE
+
+    def argument_words(self, start: int, count: int, values: dict) -> bytes:
+        """The arguments buffer: `values` holds each scalar parameter's value and
+        each span parameter's length, by name."""
+        words = [start & 0xFFFFFFFF, count, NEGATIVE_ZERO_F32]
+        for p in self.params:
+            words += _argument_words(values[p.name], p.type)
+        return struct.pack(f"<{len(words)}I", *words)
+
+
+def argument_offsets(params) -> dict[str, int]:
+    """The word of the arguments buffer where each parameter starts."""
+    offsets, at = {}, HEADER_WORDS
+    for p in params:
+        offsets[p.name] = at
+        at += 2 if isinstance(p.type, Width) and p.type.bits == 64 else 1
+    return offsets
+
+
+def _argument_words(value, type_) -> list[int]:
+    if not isinstance(type_, Width):
+        return [value]  # a span: its length
+    if type_ is BOOL:
+        return [1 if value else 0]
+    if type_.is_float:
+        data = struct.pack("<d" if type_ is F64 else "<f", value)
+    else:
+        data = (value % (1 << type_.bits)).to_bytes(type_.bits // 8, "little")
+    return list(struct.unpack(f"<{len(data) // 4}I", data))
+
+
+def emit_kernel(module: ir.Module, fn: ir.Function, path: str) -> DeviceKernel:
+    """The kernel of an admitted function (device_refusal(fn) is None)."""
+    writer = KernelWriter(module, fn, path)
+    writer.write()
+    _, loop = split_kernel(fn)
+    return DeviceKernel(fn.name, writer.m.to_bytes(), fn.params, writer.span_buffers, tuple(writer.errors),
+                        loop.start, loop.stop, frozenset(writer.needs))
+
+
+@dataclass
+class _Loop:
+    merge: int
+
+
+class KernelWriter:
+    """Writes the module; `expr` gives the id of an expression's value, `stmt` writes a statement."""
+
+    def __init__(self, module: ir.Module, fn: ir.Function, path: str):
+        self.ir_module, self.fn, self.path = module, fn, path
+        self.m = Module(version=(1, 3))
+        self.m.capability("Shader")
+        self.glsl = self.m.ext_inst_import("GLSL.std.450")
+        self.errors: list[str] = []
+        self.needs: set[str] = set()
+        self.scopes: list[dict[str, tuple[int, Width]]] = [{}]
+        self.loops: list[_Loop] = []
+        self.helpers: dict[str, int] = {}
+        self.f = None
+        self.open = False
+        self.variables: list[int] = []  # words of the entry function's OpVariables
+        self.rank = None
+        self.uint = self.m.type_int(32, False)
+        self._declare_buffers()
+
+    # ---- types and constants ---------------------------------------------------------
+    def t(self, width: Width) -> int:
+        """The SPIR-V type of a width (declaring the capability a 64-bit one needs)."""
+        if width is BOOL:
+            return self.m.type_bool()
+        if width.bits == 64:
+            self.m.capability("Float64" if width.is_float else "Int64")
+            self.needs.add("f64" if width.is_float else "i64")
+        if width.is_float:
+            return self.m.type_float(width.bits)
+        return self.m.type_int(width.bits, width.is_signed)
+
+    def const(self, value, width: Width) -> int:
+        if width is BOOL:
+            return self.m.constant_bool(bool(value))
+        return self.m.constant(self.t(width), value)
+
+    # ---- instructions ------------------------------------------------------------------
+    def op(self, opname: str, width: Width, *operands) -> int:
+        """An instruction whose result has `width`'s type."""
+        return self.typed(opname, self.t(width), *operands)
+
+    def typed(self, opname: str, type_id: int, *operands) -> int:
+        result = self.f.value(opname, type_id, *operands)
+        if opname in FLOAT_ARITHMETIC:
+            self.m.decorate(result, "NoContraction")
+        return result
+
+    def ext(self, name: str, width: Width, *operands) -> int:
+        return self.op("OpExtInst", width, self.glsl, GLSL_STD_450[name], *operands)
+
+    def product(self, width: Width, a: int, b: int) -> int:
+        """a * b rounded once, and no driver can fuse it into a later add: it
+        is added to a -0.0 that only the arguments buffer holds (x + -0.0 is x,
+        every x, so nothing changes; a driver that fuses makes that one add an
+        exact fma).  NoContraction says the same, but naga (wgpu) drops it, and
+        lavapipe then fuses binary32 a * b + c."""
+        zero = self.op("OpBitcast", F32, self.load_word(self.arguments, self.m.constant(self.uint, 2)))
+        if width is F64:
+            zero = self.op("OpFConvert", F64, zero)
+        return self.op("OpFAdd", width, self.op("OpFMul", width, a, b), zero)
+
+    def select(self, width: Width, cond: int, a: int, b: int) -> int:
+        return self.op("OpSelect", width, cond, a, b)
+
+    def call_helper(self, name: str, build: Callable[["KernelWriter", list[int]], int],
+                    result: Width, operands: tuple[Width, ...], args) -> int:
+        """A call of the module's function `name` (written on first use by
+        `build(writer, parameter ids)`, straight-line code returning its value)."""
+        if name not in self.helpers:
+            self.helpers[name] = self._helper_function(build, result, operands)
+        return self.op("OpFunctionCall", result, self.helpers[name], *args)
+
+    def _helper_function(self, build, result: Width, operands) -> int:
+        outer, outer_open = self.f, self.open
+        fn_type = self.m.type_function(self.t(result), *(self.t(w) for w in operands))
+        self.f = self.m.function(self.t(result), fn_type)
+        params = [self.f.value("OpFunctionParameter", self.t(w)) for w in operands]
+        self.f.label()
+        self.f.effect("OpReturnValue", build(self, params))
+        self.f.end()
+        helper, self.f, self.open = self.f.id, outer, outer_open
+        return helper
+
+    # ---- blocks and structured control flow -------------------------------------------
+    def label(self, label: Optional[int] = None) -> int:
+        label = label or self.m.fresh_id()
+        self.f.effect("OpLabel", label)
+        self.open = True
+        return label
+
+    def branch(self, target: int) -> None:
+        if self.open:
+            self.f.effect("OpBranch", target)
+            self.open = False
+
+    def terminate(self, opname: str, *operands) -> None:
+        self.f.effect(opname, *operands)
+        self.open = False
+
+    def selection(self, cond: int, then: Callable[[], None], orelse: Optional[Callable[[], None]] = None) -> None:
+        """if cond then `then()` else `orelse()`, as a selection construct."""
+        merge, then_label = self.m.fresh_id(), self.m.fresh_id()
+        else_label = self.m.fresh_id() if orelse else merge
+        self.f.effect("OpSelectionMerge", merge, 0)
+        self.terminate("OpBranchConditional", cond, then_label, else_label)
+        for label, arm in ((then_label, then), (else_label, orelse)):
+            if arm is not None:
+                self.label(label)
+                arm()
+                self.branch(merge)
+        self.label(merge)
+
+    def loop(self, test: Callable[[], int], body: Callable[[], None],
+             step: Optional[Callable[[], Optional[int]]] = None) -> None:
+        """while test() do body() end; `step` (the continue block) may give a
+        condition under which the loop ends after the step (a counter's overflow)."""
+        header, check, body_label, cont, merge = (self.m.fresh_id() for _ in range(5))
+        self.branch(header)
+        self.label(header)
+        self.f.effect("OpLoopMerge", merge, cont, 0)
+        self.branch(check)
+        self.label(check)
+        self.terminate("OpBranchConditional", test(), body_label, merge)
+        self.label(body_label)
+        self.loops.append(_Loop(merge))
+        body()
+        self.loops.pop()
+        self.branch(cont)
+        self.label(cont)
+        ends = step() if step else None
+        if ends is None:
+            self.terminate("OpBranch", header)
+        else:
+            self.terminate("OpBranchConditional", ends, merge, header)
+        self.label(merge)
+
+    def ensure_open(self) -> None:
+        """Code after a break or return: an unreachable block of its own."""
+        if not self.open:
+            self.label()
+
+    # ---- errors --------------------------------------------------------------------------
+    def error_status(self, text: str) -> int:
+        if text not in self.errors:
+            self.errors.append(text)
+        return self.errors.index(text) + 1
+
+    def fail_unless(self, ok: int, message: str, loc: ir.Loc) -> None:
+        """If not `ok`: record this invocation's rank for the error and return."""
+        status = self.error_status(f"{self.path}:{loc.line}: {message}")
+
+        def record() -> None:
+            word = self.word_pointer(self.status, self.m.constant(self.uint, status - 1))
+            scope, semantics = enumerant("Scope", "Device"), 0  # Relaxed
+            self.typed("OpAtomicUMin", self.uint, word, self.m.constant(self.uint, scope),
+                       self.m.constant(self.uint, semantics), self.rank)
+            self.terminate("OpReturn")
+
+        self.selection(self.op("OpLogicalNot", BOOL, ok), record)
+
+    # ---- buffers ---------------------------------------------------------------------------
+    def _declare_buffers(self) -> None:
+        self.arguments = self._buffer(ARGUMENTS, "arguments", writable=False)
+        self.status = self._buffer(STATUS, "status", writable=True)
+        _, loop = split_kernel(self.fn)
+        stored = {s.span for s in statements(loop.body) if isinstance(s, ir.Store)}
+        self.span_buffers, self.span_vars = [], {}
+        for k, p in enumerate(self.fn.span_params()):
+            layout = struct_layout(self.ir_module.struct(p.type.struct).fields)
+            buffer = SpanBuffer(p.name, FIRST_SPAN + k, p.name in stored, layout.size)
+            self.span_buffers.append(buffer)
+            self.span_vars[p.name] = (self._buffer(buffer.binding, p.name, buffer.writable), layout, p.type.struct)
+        self.span_buffers = tuple(self.span_buffers)
+        self.argument_offsets = argument_offsets(self.fn.params)
+
+    def _buffer(self, binding: int, name: str, writable: bool) -> int:
+        array = self.m.type_runtime_array(self.uint)
+        self.m.decorate(array, "ArrayStride", 4)
+        block = self.m.type_struct(array)
+        self.m.decorate(block, "Block")
+        self.m.member_decorate(block, 0, "Offset", 0)
+        var = self.m.global_variable(self.m.type_pointer("StorageBuffer", block), "StorageBuffer")
+        self.m.decorate(var, "DescriptorSet", 0)
+        self.m.decorate(var, "Binding", binding)
+        if not writable:
+            self.m.decorate(var, "NonWritable")
+        self.m.name(var, name)
+        return var
+
+    def word_pointer(self, buffer: int, index: int) -> int:
+        pointer = self.m.type_pointer("StorageBuffer", self.uint)
+        return self.typed("OpAccessChain", pointer, buffer, self.m.constant(self.uint, 0), index)
+
+    def load_word(self, buffer: int, index: int) -> int:
+        return self.typed("OpLoad", self.uint, self.word_pointer(buffer, index))
+
+    def argument(self, name: str, width: Width) -> int:
+        """A parameter's value (or a span's length, as int32) from the arguments buffer."""
+        at = self.argument_offsets[name]
+        words = [self.load_word(self.arguments, self.m.constant(self.uint, at + k))
+                 for k in range(2 if width.bits == 64 else 1)]
+        return self.from_words(words, width)
+
+    def from_words(self, words: list[int], width: Width) -> int:
+        """The value of `width` whose bits are `words` (low word first).  Two
+        words join as u64(low) | u64(high) << 32: naga mistranslates a uvec2
+        bitcast to a 64-bit type (per component, silently)."""
+        if width is BOOL:
+            return self.op("OpINotEqual", BOOL, words[0], self.m.constant(self.uint, 0))
+        if len(words) == 2:
+            low, high = (self.op("OpUConvert", U64, word) for word in words)
+            joined = self.op("OpBitwiseOr", U64, low, self.op("OpShiftLeftLogical", U64, high, self.const(32, U64)))
+            return joined if width is U64 else self.op("OpBitcast", width, joined)
+        return words[0] if width is U32 else self.op("OpBitcast", width, words[0])
+
+    def to_words(self, value: int, width: Width) -> list[int]:
+        if width.bits == 64:
+            bits = value if width is U64 else self.op("OpBitcast", U64, value)
+            high = self.op("OpShiftRightLogical", U64, bits, self.const(32, U64))
+            return [self.op("OpUConvert", U32, part) for part in (bits, high)]
+        return [value if width is U32 else self.typed("OpBitcast", self.uint, value)]
+
+    # ---- the function --------------------------------------------------------------------------
+    def write(self) -> None:
+        void = self.m.type_void()
+        self.f = self.m.function(void, self.m.type_function(void))
+        self.label()
+        self.first_block_at = len(self.f.words)
+        ids = self._builtin("GlobalInvocationId"), self._builtin("NumWorkgroups")
+        self.m.entry_point("GLCompute", self.f.id, "main", ids)
+        self.m.execution_mode(self.f.id, "LocalSize", WORKGROUP_SIZE, 1, 1)
+        g = self._invocation_index(*ids)
+        count = self.load_word(self.arguments, self.m.constant(self.uint, 1))
+        runs = self.op("OpULessThan", BOOL, g, self.typed("OpExtInst", self.uint, self.glsl, GLSL_STD_450["UMax"],
+                                                          count, self.m.constant(self.uint, 1)))
+        prologue, loop = split_kernel(self.fn)
+        self.selection(runs, lambda: self._run(g, count, prologue, loop))
+        self.terminate("OpReturn")
+        self.f.end()
+        self.f.words[self.first_block_at:self.first_block_at] = self.variables
+
+    def _builtin(self, name: str) -> int:
+        uvec3 = self.m.type_vector(self.uint, 3)
+        var = self.m.global_variable(self.m.type_pointer("Input", uvec3), "Input")
+        self.m.decorate(var, "BuiltIn", enumerant("BuiltIn", name))
+        return var
+
+    def _invocation_index(self, global_id: int, groups: int) -> int:
+        """id.y * (NumWorkgroups.x * WORKGROUP_SIZE) + id.x: the host's grid is 2-D past 65535 groups."""
+        uvec3 = self.m.type_vector(self.uint, 3)
+        gid, ngroups = self.typed("OpLoad", uvec3, global_id), self.typed("OpLoad", uvec3, groups)
+        x, y = (self.typed("OpCompositeExtract", self.uint, gid, k) for k in (0, 1))
+        row = self.typed("OpIMul", self.uint, self.typed("OpCompositeExtract", self.uint, ngroups, 0),
+                         self.m.constant(self.uint, WORKGROUP_SIZE))
+        return self.typed("OpIAdd", self.uint, self.typed("OpIMul", self.uint, y, row), x)
+
+    def _run(self, g: int, count: int, prologue, loop: ir.For) -> None:
+        self.rank = self.m.constant(self.uint, 0)
+        for p in self.fn.params:
+            if isinstance(p.type, Width):  # a local, which the function may assign
+                self.declare(p.name, p.type, self.argument(p.name, p.type))
+        self.write_statements(prologue)  # in the function's scope: the loop reads its locals
+        self.ensure_open()
+        self.rank = self.typed("OpIAdd", self.uint, g, self.m.constant(self.uint, 1))
+
+        def iteration() -> None:
+            start = self.expr(loop.start)
+            i = self.op("OpIAdd", I32, start, self.op("OpBitcast", I32, g))
+            self.scopes.append({})
+            self.declare(loop.var, I32, i)
+            self.block(loop.body)
+            self.scopes.pop()
+
+        self.selection(self.op("OpULessThan", BOOL, g, count), iteration)
+
+    # ---- locals -------------------------------------------------------------------------------
+    def declare(self, name: str, width: Width, value: Optional[int]) -> None:
+        var = self.m.fresh_id()
+        pointer = self.m.type_pointer("Function", self.t(width))
+        self.variables += instruction("OpVariable", pointer, var, enumerant("StorageClass", "Function"))
+        self.scopes[-1][name] = (var, width)
+        self.f.effect("OpStore", var, value if value is not None else self.const(0, width))
+
+    def lookup(self, name: str) -> tuple[int, Width]:
+        return next(scope[name] for scope in reversed(self.scopes) if name in scope)
+
+    # ---- statements ------------------------------------------------------------------------
+    def block(self, stmts) -> None:
+        self.scopes.append({})
+        self.write_statements(stmts)
+        self.scopes.pop()
+
+    def write_statements(self, stmts) -> None:
+        """The statements, in the current scope."""
+        for s in stmts:
+            self.ensure_open()
+            getattr(self, "stmt_" + type(s).__name__)(s)
+
+    def stmt_Let(self, s: ir.Let) -> None:
+        self.declare(s.name, s.width, self.expr(s.value) if s.value is not None else None)
+
+    def stmt_Assign(self, s: ir.Assign) -> None:
+        value = self.expr(s.value)
+        self.f.effect("OpStore", self.lookup(s.name)[0], value)
+
+    def stmt_Store(self, s: ir.Store) -> None:
+        store_field(self, s, self.expr(s.value))
+
+    def stmt_If(self, s: ir.If) -> None:
+        self.selection(self.expr(s.cond), lambda: self.block(s.then),
+                       (lambda: self.block(s.orelse)) if s.orelse else None)
+
+    def stmt_While(self, s: ir.While) -> None:
+        self.loop(lambda: self.expr(s.cond), lambda: self.block(s.body))
+
+    def stmt_For(self, s: ir.For) -> None:
+        """Lua's numeric for: bounds evaluated once, and it stops where the counter
+        would overflow int32 (a wrapping step that goes backwards)."""
+        start, stop = self.expr(s.start), self.expr(s.stop)
+        self.scopes.append({})
+        self.declare(f"{s.var} counter", I32, start)
+        counter, _ = self.lookup(f"{s.var} counter")
+        step = self.const(s.step, I32)
+        compare = "OpSLessThanEqual" if s.step > 0 else "OpSGreaterThanEqual"
+        beyond = "OpSLessThan" if s.step > 0 else "OpSGreaterThan"
+
+        def body() -> None:
+            self.scopes.append({})
+            self.declare(s.var, I32, self.op("OpLoad", I32, counter))
+            self.block(s.body)
+            self.scopes.pop()
+
+        def advance() -> int:
+            now = self.op("OpLoad", I32, counter)
+            after = self.op("OpIAdd", I32, now, step)
+            self.f.effect("OpStore", counter, after)
+            return self.op(beyond, BOOL, after, now)
+
+        self.loop(lambda: self.op(compare, BOOL, self.op("OpLoad", I32, counter), stop), body, advance)
+        self.scopes.pop()
+
+    def stmt_Break(self, s: ir.Break) -> None:
+        self.terminate("OpBranch", self.loops[-1].merge)
+
+    def stmt_Return(self, s: ir.Return) -> None:
+        self.terminate("OpReturn")
+
+    def stmt_Assert(self, s: ir.Assert) -> None:
+        self.fail_unless(self.expr(s.cond), s.message, s.loc)
+
+    # ---- expressions ------------------------------------------------------------------------
+    def expr(self, e) -> int:
+        return getattr(self, "expr_" + type(e).__name__)(e)
+
+    def expr_Const(self, e: ir.Const) -> int:
+        return self.const(e.value, e.width)
+
+    def expr_Var(self, e: ir.Var) -> int:
+        var, width = self.lookup(e.name)
+        return self.op("OpLoad", width, var)
+
+    def expr_Len(self, e: ir.Len) -> int:
+        return self.argument(e.span, I32)
+
+    def expr_Load(self, e: ir.Load) -> int:
+        return load_field(self, e)
+
+    def expr_Op(self, e: ir.Op) -> int:
+        info = OPS[e.op]
+        if info.lane == SHORT_CIRCUIT and raises(e.args[1]):
+            return self.short_circuit(e)
+        args = [self.expr(a) for a in e.args]
+        if fails_itself(e):
+            divisor_width = info.operands[1]
+            self.fail_unless(self.op("OpINotEqual", BOOL, args[1], self.const(0, divisor_width)),
+                             info.raises, e.loc)
+        return SPIRV_OPS[e.op](self, args)
+
+    def short_circuit(self, e: ir.Op) -> int:
+        """`a and b` / `a or b` whose b can fail: b runs only when a leaves it to."""
+        self.scopes.append({})
+        name = f"{id(e)} short-circuit"
+        self.declare(name, BOOL, self.expr(e.args[0]))
+        var, _ = self.lookup(name)
+        left = self.op("OpLoad", BOOL, var)
+        needs_right = left if OPS[e.op].base == "and" else self.op("OpLogicalNot", BOOL, left)
+        self.selection(needs_right, lambda: self.f.effect("OpStore", var, self.expr(e.args[1])))
+        self.scopes.pop()
+        return self.op("OpLoad", BOOL, var)
