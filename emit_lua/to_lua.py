@@ -28,7 +28,7 @@ node that slips through, so nothing is emitted half-translated.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, is_dataclass, replace
+from dataclasses import dataclass, field, is_dataclass, replace
 from functools import lru_cache
 
 from nupp.frontend import ast
@@ -55,6 +55,10 @@ class NativeModule:
     errors: tuple[str, ...]
     functions: dict  # Nupp name -> (C symbol, result cdef type or None)
     mode: str = "scalar"  # how the library was built: "scalar" or "lane"
+    # the functions a device runs instead (spirv mode): Nupp name -> the
+    # execution's name (`spirv-lavapipe`); their symbols in `functions` name
+    # the host's device kernels (runtime/host.py), not the library's
+    devices: dict = field(default_factory=dict)
 
 
 def write_lua(front: FrontEnd, module: ir.Module, native: NativeModule | None = None) -> str:
@@ -183,8 +187,9 @@ class ToLua:
         """`__nupp.compiled = __nupp.native.load(library, cdef, errors)` on line 1."""
         top = ast.Span(1, 1, 1, 1)
         errors = _table([(None, _str(e, top)) for e in self.native.errors], top)
+        devices = _table([(None, _str(self.native.functions[name][0], top)) for name in self.native.devices], top)
         load = ast.Call(_internal("native.load", top),
-                        (_str(self.native.library, top), _str(self.native.cdef, top), errors), top)
+                        (_str(self.native.library, top), _str(self.native.cdef, top), errors, devices), top)
         return ast.Assign((_internal(COMPILED, top),), (load,), top)
 
     def block(self, block: ast.Block) -> ast.Block:
@@ -308,7 +313,8 @@ class ToLua:
         symbol, ctype = self.native.functions[name]
         bind = _internal("native.bind", span)
         args = (_internal(COMPILED, span), _str(symbol, span), _str(name, span), params, result, options,
-                _str(ctype, span) if ctype else ast.Nil(span), interpreted, _str(self.native.mode, span))
+                _str(ctype, span) if ctype else ast.Nil(span), interpreted,
+                _str(self.native.devices.get(name, self.native.mode), span))
         return ast.Assign((target,), (ast.Call(bind, args, span),), span)
 
     def param_descriptor(self, p: ast.Param, span: ast.Span) -> ast.Table:

@@ -21,7 +21,7 @@ the entry points here run `with_deep_stack` (nupp/deep_stack.py).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -35,6 +35,7 @@ from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import fold_module
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.backends import backend_named
+from nupp.targets.device import RUNNERS, Runner, runner
 from nupp.targets.tiers import (TierBuild, TieredModule, check_pins, choose_tier, tier_named, tiered_library,
                                 tiers_to_build)
 from nupp.targets.toolchain import Unit, build_library, build_units, find_toolchain
@@ -122,19 +123,22 @@ def check(source: Source) -> None:
 @dataclass(frozen=True)
 class Request:
     """How a module's @aot functions are to run: `mode` (MODES), the C compiler,
-    and for lane code a pinned gang and tier (None: each tier's own, the best
-    tier this CPU runs)."""
+    for lane code a pinned gang and tier (None: each tier's own, the best
+    tier this CPU runs), and for spirv the runner (targets/device.py)."""
 
     mode: str = "interp"
     cc: str = "gcc"
     gang: Optional[int] = None
     tier: Optional[str] = None
+    spirv_runner: str = "vulkan"
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"unknown mode '{self.mode}' (modes: {', '.join(MODES)})")
-        if self.mode == "lane":
+        if self.mode in ("lane", "spirv"):
             check_pins(self.gang, self.tier)
+        if self.spirv_runner not in RUNNERS:
+            raise ValueError(f"unknown SPIR-V runner '{self.spirv_runner}' (runners: {', '.join(RUNNERS)})")
 
 
 # The index (in targets.tiers.TIERS) of the best tier a tiered library says this CPU
@@ -151,6 +155,7 @@ class Compiled:
     lua: str
     native: Optional[NativeModule]
     tier: Optional[str] = None
+    device: Optional["DeviceBinding"] = None  # spirv mode: the kernels its device symbols name
 
 
 def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None = None) -> Compiled:
@@ -159,11 +164,13 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
     caller's thread, which may hold the LuaJIT state it calls into."""
     with compiling():  # one pause of the garbage collector for every step
         front, module, library = with_deep_stack(_stages_before_lua)(source, request)
-        native, tier = None, None
+        native, tier, device = None, None, None
         if library is not None:
             build = library.build_to_run(cpu_tier, request)
             native, tier = library.bind(build), build.tier.name if build.tier is not None else None
-        return Compiled(with_deep_stack(write_lua)(front, module, native), native, tier)
+            if library.device is not None:
+                native, device = library.device.bind(native)
+        return Compiled(with_deep_stack(write_lua)(front, module, native), native, tier, device)
 
 
 def _stages_before_lua(source: Source, request: Request):
@@ -181,6 +188,7 @@ class Library:
     path: Path
     builds: tuple  # of TierBuild; for scalar C one with tier None
     tiered: Optional[TieredModule] = None
+    device: Optional["DeviceFunctions"] = None  # spirv mode: the functions a device runs instead
 
     def build_to_run(self, cpu_tier: CpuTier | None, request: Request) -> TierBuild:
         """The build the host binds: the one scalar C build, else the tier this
@@ -275,12 +283,52 @@ def execution_library(module: ir.Module, path: str, prefix: str, request: Reques
     return Library(build_units(units, find_toolchain(request.cc), path), tuple(builds))
 
 
+@dataclass(frozen=True)
+class DeviceBinding:
+    """What the host calls for a module's device symbols: each kernel by the
+    symbol its Lua binds, with the offset of its error statuses among the
+    module's (after those of the C library bound with it)."""
+
+    runner: Runner
+    kernels: dict  # symbol -> (DeviceKernel, status offset)
+
+
+@dataclass(frozen=True)
+class DeviceFunctions:
+    """The @aot functions of a module that a device runs (spirv mode), by name."""
+
+    runner: Runner
+    kernels: dict  # @aot name -> DeviceKernel
+    prefix: str
+
+    def bind(self, native: NativeModule) -> tuple[NativeModule, DeviceBinding]:
+        """The C library's binding with these functions moved to the device."""
+        errors, functions, bound = list(native.errors), dict(native.functions), {}
+        for name, kernel in self.kernels.items():
+            symbol = f"{self.prefix}device_{name}"
+            bound[symbol] = (kernel, len(errors))
+            errors += kernel.errors
+            functions[name] = (symbol, None)
+        devices = {name: self.runner.execution_name for name in self.kernels}
+        return (replace(native, errors=tuple(errors), functions=functions, devices=devices),
+                DeviceBinding(self.runner, bound))
+
+
+def device_library(module: ir.Module, path: str, prefix: str, request: Request) -> Library:
+    """The lane library (every function, for those the device refuses) and the
+    SPIR-V kernels of the functions it runs, on the request's runner."""
+    library = tiered_lane_library(module, path, prefix, request)
+    kernels = backend_named("spirv").emit(module, path, prefix).kernels
+    return replace(library, device=DeviceFunctions(runner(request.spirv_runner), kernels, prefix))
+
+
 # ---- the executions ---------------------------------------------------------------------
 # How @aot functions run: "interp" (their IR written as Lua, emit_lua/), or from a
 # native library that one of these builds; a new execution is one entry here.
 LIBRARIES: dict[str, Callable[[ir.Module, str, str, Request], Library]] = {
     "scalar": scalar_library,
     "lane": tiered_lane_library,
+    "spirv": device_library,
 }
 NATIVE_MODES = tuple(LIBRARIES)
 MODES = ("interp",) + NATIVE_MODES

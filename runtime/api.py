@@ -62,9 +62,10 @@ class NuppModule:
     """A loaded .nupp module: its @aot functions as Python callables, its structs as dtypes."""
 
     def __init__(self, path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,
-                 tier: str | None = None):
+                 tier: str | None = None, spirv_runner: str = "vulkan"):
         path = Path(path)
-        self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc, gang=gang, tier=tier)
+        self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc, gang=gang, tier=tier,
+                          spirv_runner=spirv_runner)
         lua = self._host.lua
         source = Source.from_file(display_path(path))
         compiled = self._host.compile(source)
@@ -187,19 +188,22 @@ def struct_dtype(info) -> np.dtype:
 
 
 def load(path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,
-         tier: str | None = None) -> NuppModule:
+         tier: str | None = None, spirv_runner: str = "vulkan") -> NuppModule:
     """Load a .nupp module for calls from Python.  Mode "lane" (the default)
     runs span loops in SIMD gangs where the lane rewrite applies, at `tier`
     (else the best this CPU runs; targets/tiers.py) and `gang` (4, 8 or 16, else
-    the tier's own); "scalar" is the plain compiled C, "interp" ordinary Nupp.
-    A tier this CPU cannot run raises TierError (a ValueError), an option of
-    the wrong type TypeError."""
-    _check_option_types(mode=mode, cc=cc, gang=gang, tier=tier)
-    return NuppModule(path, mode, cc, None if gang is None else int(gang), tier)
+    the tier's own); "scalar" is the plain compiled C, "interp" ordinary Nupp;
+    "spirv" runs the functions a Vulkan device can run there, through
+    `spirv_runner` ("vulkan", the module as written, or "wgpu"), and the rest
+    as lane code.  A tier this CPU cannot run raises TierError (a ValueError),
+    an option of the wrong type TypeError, a missing device DeviceUnavailable."""
+    _check_option_types(mode=mode, cc=cc, gang=gang, tier=tier, spirv_runner=spirv_runner)
+    return NuppModule(path, mode, cc, None if gang is None else int(gang), tier, spirv_runner)
 
 
 # option -> (the types it takes, what it is)
-OPTION_TYPES = {"mode": ((str,), "a str: 'lane', 'scalar' or 'interp'"),
+OPTION_TYPES = {"mode": ((str,), "a str: 'lane', 'scalar', 'spirv' or 'interp'"),
+                "spirv_runner": ((str,), "a str: 'vulkan' or 'wgpu'"),
                 "cc": ((str,), "a str: 'gcc', 'clang' or a compiler's path"),
                 "gang": ((numbers.Integral, type(None)), "an int: 4, 8 or 16 (or None: the tier's own)"),
                 "tier": ((str, type(None)), "a str: 'baseline', 'v2', 'v3' or 'v4' (or None: the best this CPU runs)")}

@@ -1,12 +1,15 @@
 """The `nupp` command line.
 
-    nupp run FILE.nupp [--aot on|off] [--mode interp|scalar|lane] [--tier baseline|v2|v3|v4]
-                  [--gang 4|8|16] [--cc gcc|clang] [ARGS...]
+    nupp run FILE.nupp [--aot on|off] [--mode interp|scalar|lane|spirv] [--tier baseline|v2|v3|v4]
+                  [--gang 4|8|16] [--cc gcc|clang] [--spirv-runner vulkan|wgpu] [ARGS...]
     nupp check FILE.nupp                          report diagnostics
     nupp emit --lua FILE.nupp                     print the ordinary translation
     nupp emit --ir [--after STAGE] [--gang G] FILE.nupp   the IR after a pipeline stage (lanes: lane IR)
     nupp emit --c [--gang G] FILE.nupp            the C of the @aot functions (--gang: lane C)
-    nupp emit --report [--gang G] FILE.nupp       which loops were lane-rewritten, and why not
+    nupp emit --report [--gang G] FILE.nupp       which loops were lane-rewritten, and why not;
+                                                  which functions a device runs (--mode spirv), and why not
+    nupp emit --spirv FILE.nupp                   the SPIR-V kernels, disassembled (spirv-dis)
+    nupp emit --spirv-out OUT.spv FILE.nupp       the SPIR-V binary (one kernel: OUT.spv; more: OUT.NAME.spv)
     nupp bench [--size N] [--repeats N] [--kernels K,..] [--cc gcc|clang]
                                                   lane C against scalar C and hand-written C
     nupp crosscheck [FILES|DIRS] [--cc gcc,clang] [--tier T,..] [--gang 4,8,16] [--target x86_64]
@@ -29,7 +32,9 @@ import errno
 import importlib
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -41,6 +46,7 @@ from nupp.pipeline import MODES, STAGES, check, compile_module, emit, translate
 from nupp.runtime.host import LUA_DIR, Host, LuaRunError, display_path
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.scalar_ir.text import print_module
+from nupp.targets.device import RUNNERS
 from nupp.targets.tiers import TIER_NAMES, TierError
 from nupp.version import __version__
 
@@ -60,14 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--aot", choices=("on", "off"), default="on",
                      help="run @aot functions as native code (on, the default) or as ordinary Nupp (off)")
     run.add_argument("--mode", choices=MODES, default=None,
-                     help="how @aot functions run: interp (ordinary Nupp), scalar (compiled C) or lane "
-                          "(compiled C, span loops in SIMD gangs where the lane rewrite applies); "
-                          "--aot on means lane, --aot off means interp")
+                     help="how @aot functions run: interp (ordinary Nupp), scalar (compiled C), lane "
+                          "(compiled C, span loops in SIMD gangs where the lane rewrite applies) or spirv "
+                          "(span loops on a Vulkan device where the SPIR-V backend accepts them, the rest "
+                          "as lane); --aot on means lane, --aot off means interp")
     run.add_argument("--tier", choices=TIER_NAMES, default=None,
                      help="lane code's feature tier (x86-64 level); default: the best this CPU runs")
     run.add_argument("--gang", choices=GANG_CHOICES, default=None,
                      help="lane code's iterations per gang; default: the tier's own (4, 4, 8, 16)")
     run.add_argument("--cc", default="gcc", help="the C compiler for native code (gcc or clang)")
+    run.add_argument("--spirv-runner", choices=RUNNERS, default="vulkan", dest="spirv_runner",
+                     help="with --mode spirv: run kernels through the Vulkan API as written (vulkan, the "
+                          "default) or through wgpu, which translates them (naga drops NoContraction)")
     run.add_argument("args", nargs=argparse.REMAINDER,
                      help="arguments passed to the script as `...` (nupp's own options may come "
                           "first; put script arguments after `--` if they look like options)")
@@ -86,7 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--c", action="store_true",
                       help="the C generated for the @aot functions (scalar C; lane C with --gang)")
     what.add_argument("--report", action="store_true",
-                      help="for each loop over spans: whether it was lane-rewritten, and if not, why")
+                      help="for each loop over spans: whether it was lane-rewritten, and if not, why; "
+                           "for each function, whether a device runs it (--mode spirv), and if not, why")
+    what.add_argument("--spirv", action="store_true",
+                      help="the SPIR-V compute kernels of the functions a device runs, disassembled")
+    what.add_argument("--spirv-out", metavar="OUT.spv", default=None,
+                      help="write the SPIR-V binary (one kernel: OUT.spv; several: OUT.FUNCTION.spv)")
     emit.add_argument("--after", choices=STAGES, default=None,
                       help="with --ir: the IR after this stage (default: the last scalar stage; "
                            "lanes: the lane IR)")
@@ -197,7 +212,7 @@ def _read_source(path: str) -> Source:
 
 
 RUN_OPTIONS = {"--aot": ("on", "off"), "--mode": MODES, "--cc": None, "--tier": TIER_NAMES,
-               "--gang": GANG_CHOICES}
+               "--gang": GANG_CHOICES, "--spirv-runner": RUNNERS}
 
 
 def _take_run_options(args) -> None:
@@ -217,7 +232,7 @@ def _take_run_options(args) -> None:
         choices = RUN_OPTIONS[key]
         if choices is not None and value not in choices:
             raise _UsageError(f"{key} takes {' or '.join(choices)}, not '{value}'")
-        setattr(args, key[2:], value)
+        setattr(args, key[2:].replace("-", "_"), value)
         rest.pop(0)
     args.args = rest
 
@@ -230,7 +245,7 @@ def _run_mode(args) -> str:
     else:
         mode = args.mode
     pins = [f"--{name} {value}" for name, value in (("tier", args.tier), ("gang", args.gang)) if value]
-    if pins and mode != "lane":
+    if pins and mode not in ("lane", "spirv"):
         running = "--aot off" if mode == "interp" and args.mode is None else f"--mode {mode}"
         are, they = ("are", "they") if len(pins) > 1 else ("is", "it")
         raise _UsageError(f"{' and '.join(pins)} {are} for lane code; {they} cannot be combined with {running}")
@@ -278,7 +293,7 @@ def cmd_run(args) -> int:
     mode = _run_mode(args)
     source = _read_source(args.file)
     host = Host(search_path=[Path(args.file).resolve().parent], mode=mode, cc=args.cc,
-                gang=int(args.gang) if args.gang else None, tier=args.tier)
+                gang=int(args.gang) if args.gang else None, tier=args.tier, spirv_runner=args.spirv_runner)
     sys.stdout.flush()
     # As under luajit, writing to a reader that went away ends the program (exit 141).
     python_sigpipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -320,10 +335,56 @@ def cmd_emit(args) -> int:
     elif args.report:
         from nupp.lane_rewrite.report import render_report
         module = compile_module(source)
-        _write_output(render_report(module, source.path, int(args.gang) if args.gang else None))
+        _write_output(render_report(module, source.path, int(args.gang) if args.gang else None)
+                      + render_device_report(emit(source, "spirv")))
+    elif args.spirv:
+        _write_output(disassemble_kernels(emit(source, "spirv")))
+    elif args.spirv_out:
+        for line in write_kernels(emit(source, "spirv"), Path(args.spirv_out)):
+            print(line, file=sys.stderr)
     else:
         _write_output(translate(source))
     return EXIT_OK
+
+
+def render_device_report(device) -> str:
+    """One line per function: whether `--mode spirv` runs it on the device, and if not, why."""
+    lines = [f"{device.path}: {name}: runs on the device (--mode spirv)\n" for name in device.kernels]
+    lines += [f"{device.path}: {name}: runs as lane C under --mode spirv: {why}\n" for name, why in device.refused.items()]
+    return "".join(lines)
+
+
+def disassemble_kernels(device) -> str:
+    """Each kernel's disassembly under a `; function NAME` line (spirv-dis, from spirv-tools)."""
+    if not device.kernels:
+        return "".join(f"; {name}: no kernel: {why}\n" for name, why in device.refused.items())
+    spirv_dis = shutil.which("spirv-dis")
+    if spirv_dis is None:
+        raise NuppEnvironmentError("nupp emit --spirv disassembles with spirv-dis, which is not installed: "
+                                   "install spirv-tools (apt-get install spirv-tools), or write the binary "
+                                   "with --spirv-out")
+    parts = []
+    for name, kernel in device.kernels.items():
+        text = subprocess.run([spirv_dis, "-", "-o", "-"], input=kernel.spirv, capture_output=True, check=True).stdout
+        parts.append(f"; function {name}\n" + text.decode("utf-8"))
+    return "".join(parts)
+
+
+def write_kernels(device, out: Path) -> list[str]:
+    """Write each kernel's binary (OUT, or OUT's stem + .NAME.spv for several); what was written."""
+    if not device.kernels:
+        raise _UsageError(f"{device.path} has no function a device runs: "
+                          + "; ".join(f"{name}: {why}" for name, why in device.refused.items()))
+    single = len(device.kernels) == 1
+    written = []
+    for name, kernel in device.kernels.items():
+        target = out if single else out.with_name(f"{out.stem}.{name}{out.suffix or '.spv'}")
+        try:
+            target.write_bytes(kernel.spirv)
+        except OSError as err:
+            raise NuppEnvironmentError(f"cannot write {target}: {err.strerror or err}") from None
+        written.append(f"nupp emit: wrote {target} ({name}, {len(kernel.spirv)} bytes)")
+    return written
 
 
 def cmd_bench(args) -> int:

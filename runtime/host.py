@@ -7,6 +7,7 @@ module: `require` caches), and turns Lua errors into diagnostics.
 
 from __future__ import annotations
 
+import ctypes
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from lupa import luajit21
 
 from nupp.errors import Source, source_bytes
 from nupp.pipeline import MODES, Compiled, Request, compile_for_host, native_executions
+from nupp.targets.device_call import SpanArgument, call_kernel
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
@@ -88,8 +90,8 @@ class Host:
     every tier (else the tier's own); other modes ignore both."""
 
     def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc",
-                 gang: int | None = None, tier: str | None = None):
-        self.request = Request(mode, cc, gang, tier)  # refuses a bad mode, gang or tier
+                 gang: int | None = None, tier: str | None = None, spirv_runner: str = "vulkan"):
+        self.request = Request(mode, cc, gang, tier, spirv_runner)  # refuses a bad mode, gang, tier or runner
         self.lua = new_lua_runtime()
         self.mode = mode
         self.cc = cc
@@ -105,6 +107,8 @@ class Host:
         self.lua.eval(_INSTALL_SEARCHER)(self._find_module, self._load_chunk)
         self._lane_modules: dict[str, tuple[Source, str]] = {}  # lane library -> (its module, bound tier)
         self.internals.native.more_executions = self._more_executions
+        self._device_kernels: dict = {}  # device symbol -> (DeviceKernel, status offset, runner)
+        self.internals.native.run_device = self._run_device
 
     # ---- running
     def run_file(self, path: str | Path, args: tuple = (), command: tuple = ()) -> None:
@@ -125,6 +129,9 @@ class Host:
         compiled = compile_for_host(source, self.request, self._cpu_tier)
         if compiled.tier is not None:
             self._lane_modules[compiled.native.library] = (source, compiled.tier)
+        if compiled.device is not None:
+            for symbol, (kernel, offset) in compiled.device.kernels.items():
+                self._device_kernels[symbol] = (kernel, offset, compiled.device.runner)
         return compiled
 
     def _cpu_tier(self, library: Path, cdef: str, symbol: str) -> int:
@@ -175,6 +182,18 @@ class Host:
             io.write = function(...) write(...) return io.stdout end
             return function() return table.concat(out) end
         """)
+
+    # ---- spirv mode
+    def _run_device(self, symbol: str, *abi_args):
+        """A device kernel called as its C function would be (native.lua's
+        device_function): the status, offset among the module's errors, or
+        (-1, why) when the device failed."""
+        kernel, offset, runner = self._device_kernels[symbol]
+        try:
+            status = call_kernel(kernel, runner, _device_arguments(kernel, list(abi_args)))
+        except Exception as err:  # noqa: BLE001 - becomes the call's Lua error, with its text
+            return -1, f"the SPIR-V device ({runner.execution_name}) failed running {kernel.function}: {err}"
+        return status + offset if status else 0
 
     # ---- nupp.executions
     def _more_executions(self, hex_library: str):
@@ -234,6 +253,23 @@ class Host:
             # Keep the diagnostics whole for the user; Lua only learns that it failed.
             self.module_error = err
             return None, f"\n\t{path}: nupp could not compile this module"
+
+
+def _device_arguments(kernel, abi_args: list) -> dict:
+    """A device kernel's arguments from its C function's (spans as address and
+    length, a 64-bit integer as its digits, native.lua)."""
+    arguments = {}
+    strides = {span.name: span.stride for span in kernel.spans}
+    for p in kernel.params:
+        if p.name in strides:
+            address, length = int(abi_args.pop(0)), int(abi_args.pop(0))
+            size = length * strides[p.name]
+            memory = (ctypes.c_char * size).from_address(address) if size else bytearray()
+            arguments[p.name] = SpanArgument(memoryview(memory).cast("B"), length)
+        else:
+            value = abi_args.pop(0)
+            arguments[p.name] = value if p.type.is_float or p.type.bits == 1 else int(value)
+    return arguments
 
 
 def _run_error(failure) -> LuaRunError:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from nupp.backend import Backend
 from nupp.emit_c import LANE_C, SCALAR_C
+from nupp.emit_spirv import SPIRV
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (SCALAR_C, LANE_C)}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (SCALAR_C, LANE_C, SPIRV)}
 
 
 def backend_named(name: str) -> Backend:

@@ -137,7 +137,7 @@ def test_only_the_pipeline_calls_the_verifier(run):
 def test_lane_ir_is_made_once_and_sized_once_per_gang(run, program):
     mode, calls = run
     rewrites, sizings = called(calls, rewrite.rewrite_lanes), called(calls, gang_size.size_gangs)
-    if mode != "lane":
+    if mode not in ("lane", "spirv"):  # spirv: the lane library runs what the device refuses
         assert rewrites == sizings == []
         return
     assert len(rewrites) == 1  # main.nupp has no @aot functions

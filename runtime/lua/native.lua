@@ -1,9 +1,10 @@
 -- Native @aot functions: a module's compiled library, bound behind the host
 -- boundary.  Loaded by prelude.lua with the boundary as `...`.
 --
--- native.load(path, cdef, errors) loads a module's library once its
+-- native.load(path, cdef, errors, devices) loads a module's library once its
 -- prototypes are declared (native.cpu_tier asks a tiered one which tier this
--- CPU runs); native.bind(...) returns the function Nupp code
+-- CPU runs), with the symbols in `devices` run by the host's device kernels
+-- (spirv mode) instead of the library; native.bind(...) returns the function Nupp code
 -- calls: the boundary checks and converts the arguments (spans arrive as
 -- pointer and length), the C function runs, and a nonzero status raises the
 -- same text the interpreter raises (errors[status]).  No Python frame is on
@@ -30,9 +31,41 @@ local function library(path)
     return libraries[path]
 end
 
-function native.load(path, cdef, errors)
+-- native.run_device(symbol, ...): set by the host (runtime/host.py
+-- Host._run_device).  Runs a device kernel on the arguments of its C
+-- function: each span as its pointer's address and its length, a 64-bit
+-- integer as its digits.  Returns the status, or -1 and why the device failed.
+local uintptr_t, int64_t, uint64_t = ffi.typeof("uintptr_t"), ffi.typeof("int64_t"), ffi.typeof("uint64_t")
+
+local function device_function(symbol)
+    return function(...)
+        local args, n = { ... }, select("#", ...)
+        for i = 1, n do
+            local a = args[i]
+            if ffi.istype(int64_t, a) or ffi.istype(uint64_t, a) then
+                args[i] = (tostring(a):gsub("U?LL$", ""))
+            elseif type(a) == "cdata" then
+                args[i] = tonumber(ffi.cast(uintptr_t, a))
+            end
+        end
+        local status, why = native.run_device(symbol, unpack(args, 1, n))
+        if status < 0 then error("nupp: " .. why, 0) end
+        return status
+    end
+end
+
+-- The library's functions, with the device symbols' kernels in front.
+local function with_devices(lib, devices)
+    local functions = {}
+    for _, symbol in ipairs(devices) do functions[symbol] = device_function(symbol) end
+    return setmetatable(functions, { __index = function(_, symbol) return lib[symbol] end })
+end
+
+function native.load(path, cdef, errors, devices)
     declare(cdef)
-    return { lib = library(path), errors = errors, path = path }
+    local lib = library(path)
+    if devices ~= nil and #devices > 0 then lib = with_devices(lib, devices) end
+    return { lib = lib, errors = errors, path = path }
 end
 
 -- native.cpu_tier(path, cdef, symbol): a tiered lane library's own answer to
