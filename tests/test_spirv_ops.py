@@ -178,8 +178,8 @@ def assert_same(device_outcome: Outcome, scalar_outcome: Outcome, what: str, inp
 def run_both(device, built: Built, function: str, args: tuple, what: str) -> Outcome:
     """Run on the device and as scalar C; assert they agree; the device's outcome."""
     on_device = device_call(device, built, function, args)
-    assert_same(on_device, scalar_call(built, function, args), what,
-                [a for a in args if isinstance(a, np.ndarray)])
+    read_only = [a for a, span in zip(args, built.kernel(function).spans) if not span.writable]
+    assert_same(on_device, scalar_call(built, function, args), what, read_only)
     return on_device
 
 
@@ -211,6 +211,7 @@ OPERAND_EDGES = {
     BOOL: np.array([0, 1, -7], "<i4"),
 }
 QUICK_ROWS, RANDOM_ROWS = 1200, 200  # rows per op in the quick run (a sample of the edge product), then random
+LITERAL_ROWS = 250  # rows per op with literal operands (each row gives one result per literal)
 
 
 def operand_source(k: int, width: Width) -> str:
@@ -227,10 +228,12 @@ def result_width(op: str) -> Width:
     return I64 if OPS[op].base == "trunc" else OPS[op].result
 
 
-def op_source(op: str) -> str:
-    """A Nupp expression that is `op` applied to inp[i]'s fields o0, o1, ..."""
+def op_source(op: str, literals: dict | None = None) -> str:
+    """A Nupp expression that is `op` applied to inp[i]'s fields o0, o1, ..., or to
+    `literals` (operand position -> (source, value)) at their positions."""
     info = OPS[op]
-    args = [operand_source(k, w) for k, w in enumerate(info.operands)]
+    literals = literals or {}
+    args = [literals[k][0] if k in literals else operand_source(k, w) for k, w in enumerate(info.operands)]
     if info.calls:
         return f"{info.calls[0]}({', '.join(args)})"
     if info.base in INFIX:
@@ -242,45 +245,108 @@ def op_source(op: str) -> str:
     return args[0]  # promote, round, widen: the typed local converts
 
 
-def function_name(op: str) -> str:
-    return "op_" + op.replace(".", "_")
+# Literal operands, by width: (source, value as the op sees it).  A driver may
+# simplify arithmetic with a constant (x * 0.0, x + 0.0, 0.0 - x) where the
+# rules forbid it; loads alone never show that.
+_F64_LITERALS = (("0.0", 0.0), ("(-0.0)", -0.0), ("1.0", 1.0), ("(-1.0)", -1.0), ("2.0", 2.0), ("0.5", 0.5),
+                 ("1e309", math.inf), ("(-1e309)", -math.inf))
+LITERALS = {
+    F64: _F64_LITERALS,
+    F32: tuple((f"nupp.math.f32.narrow({s})", o.round_double_to_f32_bits(v)) for s, v in _F64_LITERALS),
+    I32: (("0", 0), ("1", 1), ("(-1)", -1), ("7", 7), ("31", 31), ("32", 32), ("2147483647", 2 ** 31 - 1),
+          ("(-2147483648)", -2 ** 31)),
+    U32: (("0", 0), ("1", 1), ("32", 32), ("2147483648", 2 ** 31), ("4294967295", 2 ** 32 - 1)),
+    I64: (("0LL", 0), ("1LL", 1), ("(-1LL)", -1), ("4294967296LL", 2 ** 32), ("9223372036854775807LL", 2 ** 63 - 1),
+          ("(-9223372036854775807LL)", 1 - 2 ** 63)),
+    U64: (("0ULL", 0), ("1ULL", 1), ("4294967296ULL", 2 ** 32), ("9223372036854775808ULL", 2 ** 63),
+          ("18446744073709551615ULL", 2 ** 64 - 1)),
+    BOOL: (("true", True), ("false", False)),
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One result of an op kernel: stored to `field`, with `literals` (position -> (source, value))."""
+
+    field: str
+    literals: tuple = ()
+
+    @property
+    def fixed(self) -> dict:
+        return dict(self.literals)
+
+
+def variants(op: str, with_literals: bool) -> list[Variant]:
+    """The op on loaded operands, or on one literal operand and loaded others (an op
+    of one operand on a literal is the constant folder's, never the device's)."""
+    if not with_literals:
+        return [Variant("r")]
+    info = OPS[op]
+    cases = [(k, literal) for k, w in enumerate(info.operands) if len(info.operands) > 1 for literal in LITERALS[w]
+             if not (info.raises and k == 1 and literal[1] == 0)]  # a literal zero divisor is the checker's
+    return [Variant(f"r{n}", ((k, literal),)) for n, (k, literal) in enumerate(cases)]
+
+
+def function_name(op: str, with_literals: bool = False) -> str:
+    return ("lit_" if with_literals else "op_") + op.replace(".", "_")
 
 
 def struct_name(prefix: str, widths) -> str:
     return prefix + "_" + "_".join(w.value for w in widths)
 
 
-def ops_module() -> str:
-    """One module: a kernel per op, its operand and result structs."""
-    lines = ["local span = nupp.mem.span", ""]
+def out_struct(op: str, with_literals: bool) -> str:
+    """Fields r (or r0, r1, ...: one per literal variant) of the result's width."""
+    if with_literals:
+        return f"{struct_name('Lit', (result_width(op),))}_{len(variants(op, True))}"
+    return struct_name("Out", (result_width(op),))
+
+
+def op_kernel(op: str, with_literals: bool) -> list[str]:
+    width = result_width(op)
+    body = []
+    for v in variants(op, with_literals):
+        body.append(f"        local {v.field}: {width.source_name} = {op_source(op, v.fixed)}")
+        body.append(f"        if {v.field} then out[i].{v.field} = 1 else out[i].{v.field} = 0 end" if width is BOOL
+                    else f"        out[i].{v.field} = {v.field}")
+    return ["@aot",
+            f"local function {function_name(op, with_literals)}(exclusive out: span.WriteSpan<"
+            f"{out_struct(op, with_literals)}>, borrows inp: span.Span<{struct_name('In', OPS[op].operands)}>): nil",
+            '    assert(#out == #inp, "length mismatch")',
+            "    for i = 1, #out do", *body, "    end", "end", ""]
+
+
+LITERAL_OPS = [op for op in OPS if variants(op, True)]
+
+
+def ops_module(with_literals: bool = False) -> str:
+    """One module: a kernel per op (`with_literals`: per op of two or three
+    operands, on literal operands), their operand and result structs."""
+    kernels = [(op, with_literals) for op in (LITERAL_OPS if with_literals else OPS)]
     structs = {}
-    for op, info in OPS.items():
-        structs[struct_name("In", info.operands)] = [(f"o{k}", OPERAND_FIELD[w]) for k, w in enumerate(info.operands)]
-        structs[struct_name("Out", (result_width(op),))] = [("r", RESULT_FIELD[result_width(op)])]
+    for op, with_literals in kernels:
+        structs[struct_name("In", OPS[op].operands)] = [(f"o{k}", OPERAND_FIELD[w])
+                                                       for k, w in enumerate(OPS[op].operands)]
+        structs[out_struct(op, with_literals)] = [(v.field, RESULT_FIELD[result_width(op)])
+                                                  for v in variants(op, with_literals)]
+    lines = ["local span = nupp.mem.span", ""]
     for name, fields in structs.items():
         lines += [f"local struct {name}", *(f"    {f}: {t}" for f, t in fields), "end", ""]
-    for op, info in OPS.items():
-        width = result_width(op)
-        store = ("if r then out[i].r = 1 else out[i].r = 0 end" if width is BOOL else "out[i].r = r")
-        lines += [
-            "@aot",
-            f"local function {function_name(op)}(exclusive out: span.WriteSpan<{struct_name('Out', (width,))}>, "
-            f"borrows inp: span.Span<{struct_name('In', info.operands)}>): nil",
-            '    assert(#out == #inp, "length mismatch")',
-            "    for i = 1, #out do",
-            f"        local r: {width.source_name} = {op_source(op)}",
-            f"        {store}",
-            "    end",
-            "end", "",
-        ]
-    exports = [f"{n} = {n}" for n in structs] + [f"{function_name(op)} = {function_name(op)}" for op in OPS]
-    lines.append("return {" + ", ".join(exports) + "}")
+    for op, with_literals in kernels:
+        lines += op_kernel(op, with_literals)
+    exports = [*structs, *(function_name(op, with_literals) for op, with_literals in kernels)]
+    lines.append("return {" + ", ".join(f"{n} = {n}" for n in exports) + "}")
     return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(scope="module")
 def ops_built(tmp_path_factory) -> Built:
     return write_module(tmp_path_factory.mktemp("spirv-ops"), "ops", ops_module())
+
+
+@pytest.fixture(scope="module")
+def literal_ops_built(tmp_path_factory) -> Built:
+    return write_module(tmp_path_factory.mktemp("spirv-ops"), "literal_ops", ops_module(with_literals=True))
 
 
 def op_inputs(op: str, dtype: np.dtype, rows: int | None, random_rows: int, seed: int) -> np.ndarray:
@@ -425,30 +491,37 @@ def test_every_op_has_a_kernel_that_computes_it(ops_built):
     assert sorted(ops_built.device.kernels) == sorted(function_name(op) for op in OPS), ops_built.device.refused
 
 
-def check_op(device, built: Built, op: str, rows: int | None, random_rows: int) -> None:
-    function = function_name(op)
+def check_op(device, built: Built, op: str, rows: int | None, random_rows: int, with_literals: bool = False) -> None:
     info = OPS[op]
     width = result_width(op)
     inp = op_inputs(op, built.scalar.dtype(struct_name("In", info.operands)), rows, random_rows,
                     seed=sum(map(ord, op)))
-    out = garbage_array(built.scalar.dtype(struct_name("Out", (width,))), len(inp))
-    on_device = run_both(device, built, function, (out, inp), op)
+    out = garbage_array(built.scalar.dtype(out_struct(op, with_literals)), len(inp))
+    on_device = run_both(device, built, function_name(op, with_literals), (out, inp), op)
     assert on_device.error is None
     compute = oracle(op)
     wrong = []
-    for row, (got, args) in enumerate(zip(on_device.spans[0]["r"], inp)):
-        operands = [python_value(args[k], w) for k, w in enumerate(info.operands)]
-        want = compute(*operands)
-        if width is BOOL:
-            want = bool(want)
-        if not same_value(stored_value(got, width), want, width):
-            wrong.append(f"row {row}: {op}{tuple(operands)} gave {stored_value(got, width)!r}, the oracle {want!r}")
-    assert not wrong, f"{op}: {len(wrong)} of {len(inp)} rows differ from the oracle:\n" + "\n".join(wrong[:12])
+    for v in variants(op, with_literals):
+        for row, (got, args) in enumerate(zip(on_device.spans[0][v.field], inp)):
+            operands = [v.fixed[k][1] if k in v.fixed else python_value(args[k], w)
+                        for k, w in enumerate(info.operands)]
+            want = compute(*operands)
+            if width is BOOL:
+                want = bool(want)
+            if not same_value(stored_value(got, width), want, width):
+                wrong.append(f"row {row}: {op_source(op, v.fixed)} of {tuple(operands)} gave "
+                             f"{stored_value(got, width)!r}, the oracle {want!r}")
+    assert not wrong, f"{op}: {len(wrong)} results differ from the oracle:\n" + "\n".join(wrong[:12])
 
 
 @pytest.mark.parametrize("op", list(OPS))
 def test_op_on_edge_inputs(device, ops_built, op):
     check_op(device, ops_built, op, QUICK_ROWS, RANDOM_ROWS)
+
+
+@pytest.mark.parametrize("op", LITERAL_OPS)
+def test_op_with_a_literal_operand(device, literal_ops_built, op):
+    check_op(device, literal_ops_built, op, LITERAL_ROWS, RANDOM_ROWS // 4, with_literals=True)
 
 
 @pytest.mark.slow
