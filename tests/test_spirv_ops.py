@@ -17,9 +17,13 @@ What runs:
       `for i = 1, #out do local r: T = <op of inp[i]'s fields>; out[i].r = r end`,
       over every combination of its operands' edge values (the tests' edge
       sets, emit_c/driver.py through tests/kernelgen.py, plus every hostile
-      binary32 NaN and the shift counts 0, 31, 32, 63, 64, -1, ...) and rows
-      of random bits; a binary32 operand comes from `fromBits` of a uint32
-      field, a boolean from `field ~= 0`;
+      binary32 NaN and the shift counts 0, 31, 32, 63, 64, -1, ...), the op's
+      hard cases (tests/test_emit_c.py) and rows of random bits; a binary32
+      operand comes from `fromBits` of a uint32 field, a boolean from
+      `field ~= 0`.  And every op of two or three operands with one of them a
+      literal (0.0, -0.0, 1e309, INT_MIN, 2^64 - 1, ...): a driver sees those
+      constants, and must not simplify x * 0.0 or x + 0.0 as if NaN, infinities
+      and the sign of zero did not exist;
   (b) integer division by zero (int32, uint32, int64, uint64) in element k of
       the span loop (k first, in the middle, across a workgroup, last; several
       failing elements): the same `FILE:LINE: message`, and the spans as
@@ -66,6 +70,7 @@ from nupp.targets.device_call import SpanArgument, call_kernel
 from . import oracles as o
 from .kernelgen import F32_EDGE_BITS, INT_EDGES, edge_array, field_edges, garbage_array
 from .test_device_runner import open_runner
+from .test_emit_c import hard_cases
 from .test_lane_c import write_test_kernels
 from .test_native_differential import FULL_ROWS, KERNELS, RANDOM_ROWS, Kernel, kernel_inputs
 from .test_runtime_math import constructed_double_rounding_cases, near_tie_fma_cases
@@ -351,18 +356,22 @@ def literal_ops_built(tmp_path_factory) -> Built:
 
 def op_inputs(op: str, dtype: np.dtype, rows: int | None, random_rows: int, seed: int) -> np.ndarray:
     """Rows of the op's operand struct: the product of its operands' edge sets (every
-    combination, or an even sample of `rows` of them), then rows of random bits.  An op
-    that raises on a zero divisor gets none (division by zero has its own tests)."""
+    combination, or an even sample of `rows` of them), the op's hard cases (tests/test_emit_c.py:
+    fma near midpoints, exp across its range, wraps beyond 2^63, ...), then rows of random bits.
+    An op that raises on a zero divisor gets none (division by zero has its own tests)."""
     info = OPS[op]
     edges = [OPERAND_EDGES[w] for w in info.operands]
     grid = [g.ravel() for g in np.meshgrid(*(np.arange(len(e)) for e in edges), indexing="ij")]
     total = len(grid[0])
     picked = np.arange(total) if rows is None or total <= rows else np.linspace(0, total - 1, rows).astype(np.int64)
-    out = np.zeros(len(picked) + random_rows, dtype)
-    for k, e in enumerate(edges):
+    hard = hard_cases(op)
+    out = np.zeros(len(picked) + len(hard) + random_rows, dtype)
+    for k, (e, w) in enumerate(zip(edges, info.operands)):
         out[f"o{k}"][:len(picked)] = e[grid[k][picked]]
+        out[f"o{k}"][len(picked):len(picked) + len(hard)] = [o.bits_of_f32(case[k]) if w is F32 else case[k]
+                                                            for case in hard]
     rng = np.random.default_rng(seed)
-    out[len(picked):] = rng.integers(0, 256, random_rows * dtype.itemsize, dtype=np.uint8).view(dtype)
+    out[len(picked) + len(hard):] = rng.integers(0, 256, random_rows * dtype.itemsize, dtype=np.uint8).view(dtype)
     if info.raises:
         out = out[out["o1"] != 0]
     return out
