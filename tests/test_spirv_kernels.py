@@ -23,7 +23,6 @@ import itertools
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -69,8 +68,8 @@ def committed_modules() -> dict[str, str]:
     found = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "bench").rglob("*.nupp"))}
     found |= {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "tests").rglob("*.nupp"))}
     found |= {f"lane test kernel {stem}": text for stem, text, *_ in TEST_KERNELS.values()}
-    return found | {"ops": ops_module(), "literal ops": ops_module(with_literals=True), "errors": ERRORS, "layouts": LAYOUTS, "prologue": PROLOGUE,
-                    "contraction": CONTRACTION}
+    return found | {"ops": ops_module(), "literal ops": ops_module(with_literals=True), "errors": ERRORS,
+                    "layouts": LAYOUTS, "prologue": PROLOGUE, "contraction": CONTRACTION}
 
 
 def test_every_committed_kernel_passes_spirv_val(tmp_path):

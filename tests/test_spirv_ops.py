@@ -51,7 +51,6 @@ import math
 import struct
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -183,7 +182,9 @@ def assert_same(device_outcome: Outcome, scalar_outcome: Outcome, what: str, inp
 def run_both(device, built: Built, function: str, args: tuple, what: str) -> Outcome:
     """Run on the device and as scalar C; assert they agree; the device's outcome."""
     on_device = device_call(device, built, function, args)
-    read_only = [a for a, span in zip(args, built.kernel(function).spans) if not span.writable]
+    kernel = built.kernel(function)
+    read = {span.name for span in kernel.spans if not span.writable}
+    read_only = [a for p, a in zip(kernel.params, args) if p.name in read]
     assert_same(on_device, scalar_call(built, function, args), what, read_only)
     return on_device
 
@@ -197,7 +198,6 @@ OPERAND_FIELD = {I32: "int32", U32: "uint32", I64: "int64", U64: "uint64", F64: 
                  BOOL: "int32"}
 RESULT_FIELD = {I32: "int32", U32: "uint32", I64: "int64", U64: "uint64", F64: "number", F32: "float",
                 BOOL: "int32"}
-FIELD_DTYPE = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "number": "<f8", "float": "<f4"}
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "idiv": "//", "mod": "%", "band": "&", "bor": "|",
          "bxor": "~", "shl": "<<", "shr": ">>", "eq": "==", "ne": "~=", "lt": "<", "le": "<=", "gt": ">",
