@@ -5,7 +5,9 @@
 
 For each BENCH kernel, side by side in one run on the same NumPy arrays:
 nupp's scalar C, its lane C at each feature tier this CPU runs x gangs 4, 8
-and 16 (each a library pinned with tier= and gang=), and the kernel written by
+and 16 (each a library pinned with tier= and gang=), the SPIR-V kernel on the
+Vulkan device through each runner that opens one (mode="spirv": lavapipe
+runs it on these same CPU cores), and the kernel written by
 hand in C (bench/handwritten/kernels.c) at -O3 -march=native (the issue's
 peer: GCC auto-vectorizes it) and at -O2.  Rounds are interleaved (every
 execution once per round) and the median round counts, so a drift of the
@@ -74,12 +76,33 @@ def run_benchmark(size: int = 1_000_000, repeats: int = 5, kernels=BENCH_KERNELS
         for tier in TIERS[:best + 1]:
             for gang in GANGS:
                 runs[f"lane{gang}-{tier.name}"] = nupp.load(path, mode="lane", cc=cc, gang=gang, tier=tier.name)
+        for kind in _device_runners():
+            device = nupp.load(path, mode="spirv", cc=cc, spirv_runner=kind)
+            runs[f"spirv-{_runner_of(kind).device_name} ({kind})"] = device
         args = build(runs["scalar C"])
         calls = {label: partial(call, m, args) for label, m in runs.items()}
         calls.update({label: partial(hand, ffi, lib, args) for label, (ffi, lib) in hands.items()})
         rates = {label: len(args[0]) / seconds / 1e6 for label, seconds in _median_rounds(calls, repeats).items()}
         _print_kernel(name, rates, default)
     _print_load_times()
+
+
+def _device_runners() -> list[str]:
+    from nupp.targets.device import RUNNERS, DeviceUnavailable
+    opened = []
+    for kind in RUNNERS:
+        try:
+            _runner_of(kind)
+        except DeviceUnavailable as err:
+            print(f"(no spirv through {kind}: {err})")
+            continue
+        opened.append(kind)
+    return opened
+
+
+def _runner_of(kind: str):
+    from nupp.targets.device import runner
+    return runner(kind)
 
 
 def _median_rounds(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
@@ -98,10 +121,10 @@ def _median_rounds(calls: dict[str, Callable[[], object]], repeats: int) -> dict
 def _print_kernel(name: str, rates: dict[str, float], default: str) -> None:
     scalar, peer = rates["scalar C"], rates[HAND_PEER]
     print(f"\n{name} (million elements / s)")
-    print(f"  {'execution':<20} {'Melem/s':>9} {'/scalar C':>10} {'/' + HAND_PEER:>19}")
+    print(f"  {'execution':<24} {'Melem/s':>9} {'/scalar C':>10} {'/' + HAND_PEER:>19}")
     for label, rate in rates.items():
         mark = "  <- default" if label == default else ""
-        print(f"  {label:<20} {rate:>9.1f} {rate / scalar:>9.2f}x {rate / peer:>18.2f}x{mark}")
+        print(f"  {label:<24} {rate:>9.1f} {rate / scalar:>9.2f}x {rate / peer:>18.2f}x{mark}")
     for goal in GOALS[name]:
         print("  goal: " + _judge(goal, rates, default))
 

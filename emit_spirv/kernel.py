@@ -10,8 +10,8 @@ scalar loop.
 
 Buffers, all in descriptor set 0, each a runtime array of 32-bit words:
 
-    binding 0  arguments  word 0 start, word 1 count, word 2 -0.0 (binary32),
-                          then per parameter in
+    binding 0  arguments  word 0 start, word 1 count, word 2 zero (a value the
+                          driver cannot fold), then per parameter in
                           order: a span's length, or a scalar's bits (one word,
                           or two, low first, for 64-bit widths; a boolean 0 / 1)
     binding 1  status     word s-1 for error status s: the lowest rank that
@@ -52,8 +52,9 @@ F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32
 WORKGROUP_SIZE = 64
 ARGUMENTS, STATUS, FIRST_SPAN = 0, 1, 2
 NO_ERROR = 0xFFFFFFFF
-HEADER_WORDS = 3  # start, count, the binary32 -0.0 (KernelWriter.product)
-NEGATIVE_ZERO_F32 = 0x80000000
+HEADER_WORDS = 3  # start, count, a zero (KernelWriter.unknown_zero)
+_BITS = {F32: U32, F64: U64}  # the unsigned width of a float's bit pattern
+_SIGN = {F32: 1 << 31, F64: 1 << 63}
 FLOAT_ARITHMETIC = ("OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFNegate")
 
 
@@ -82,7 +83,7 @@ class DeviceKernel:
     def argument_words(self, start: int, count: int, values: dict) -> bytes:
         """The arguments buffer: `values` holds each scalar parameter's value and
         each span parameter's length, by name."""
-        words = [start & 0xFFFFFFFF, count, NEGATIVE_ZERO_F32]
+        words = [start & 0xFFFFFFFF, count, 0]
         for p in self.params:
             words += _argument_words(values[p.name], p.type)
         return struct.pack(f"<{len(words)}I", *words)
@@ -180,10 +181,33 @@ class KernelWriter:
         every x, so nothing changes; a driver that fuses makes that one add an
         exact fma).  NoContraction says the same, but naga (wgpu) drops it, and
         lavapipe then fuses binary32 a * b + c."""
-        zero = self.op("OpBitcast", F32, self.load_word(self.arguments, self.m.constant(self.uint, 2)))
-        if width is F64:
-            zero = self.op("OpFConvert", F64, zero)
-        return self.op("OpFAdd", width, self.op("OpFMul", width, a, b), zero)
+        return self.op("OpFAdd", width, self.op("OpFMul", width, a, b), self.negative_zero(width))
+
+    def unknown_zero(self, width: Width) -> int:
+        """An integer zero of `width`, read from the arguments buffer: a value no
+        driver knows, so that no rule of its optimizer can see through it."""
+        zero = self.load_word(self.arguments, self.m.constant(self.uint, 2))
+        return self.op("OpUConvert", width, zero) if width.bits == 64 else zero
+
+    def negative_zero(self, width: Width) -> int:
+        """-0.0 of a float width that no driver knows: x + it is x, for every x."""
+        bits = self.op("OpBitwiseXor", _BITS[width], self.unknown_zero(_BITS[width]), self.const(_SIGN[width], _BITS[width]))
+        return self.op("OpBitcast", width, bits)
+
+    def opaque(self, x: int, width: Width) -> int:
+        """x, through an or with a zero no driver knows: no rule of its optimizer
+        matches across it.  lavapipe folds 0.0 + x to x and x * 0.0 to 0 (wrong
+        for -0, infinities and NaN) even under NoContraction and
+        SignedZeroInfNanPreserve, and through naga (which drops NoContraction)
+        it would simplify (s - (s - p)) to p, undoing an exact TwoSum."""
+        bits = self.op("OpBitcast", _BITS[width], x)
+        return self.op("OpBitcast", width, self.op("OpBitwiseOr", _BITS[width], bits, self.unknown_zero(_BITS[width])))
+
+    def opaque_float(self, value: float, width: Width) -> int:
+        """A float literal no driver sees (`opaque`); a NaN or an infinity as its
+        bits (naga refuses such literals)."""
+        pattern = int.from_bytes(struct.pack("<d" if width is F64 else "<f", value), "little")
+        return self.opaque(self.op("OpBitcast", width, self.const(pattern, _BITS[width])), width)
 
     def select(self, width: Width, cond: int, a: int, b: int) -> int:
         return self.op("OpSelect", width, cond, a, b)
@@ -479,6 +503,8 @@ class KernelWriter:
         return getattr(self, "expr_" + type(e).__name__)(e)
 
     def expr_Const(self, e: ir.Const) -> int:
+        if e.width.is_float:
+            return self.opaque_float(e.value, e.width)
         return self.const(e.value, e.width)
 
     def expr_Var(self, e: ir.Var) -> int:

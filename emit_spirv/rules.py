@@ -9,7 +9,7 @@ instructions, never a driver's idea of them:
                     (never 0, never -1 with MIN: that quotient is undefined)
                     and MIN // -1 = MIN, MIN % -1 = 0 selected afterwards
     shifts          the count's low 5 or 6 bits, shifted as unsigned
-    comparisons     ordered, but ~= (unordered); int64 against uint64 by value
+    comparisons     ordered, and ~= as not ==; int64 against uint64 by value
     min, max        compare and select, NaN and -0 < +0 as the C helpers
                     (GLSL's FMin/FMax pick the other operand of a NaN)
     binary32        single operations, each rounded once, decorated
@@ -39,6 +39,7 @@ from nupp.scalar_ir.widths import Width
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
                                       Width.I64, Width.U64, Width.BOOL)
 CANONICAL_NAN_F32 = 0x7FC00000
+QUIET_NAN_F64 = 0x7FF8000000000000
 SPIRV_OPS: dict = {}
 
 
@@ -118,7 +119,7 @@ for _w in (I32, I64, U64):
 
 # ---- comparisons ------------------------------------------------------------------------
 
-_FLOAT_COMPARE = {"eq": "OpFOrdEqual", "ne": "OpFUnordNotEqual", "lt": "OpFOrdLessThan",
+_FLOAT_COMPARE = {"eq": "OpFOrdEqual", "lt": "OpFOrdLessThan",
                   "le": "OpFOrdLessThanEqual", "gt": "OpFOrdGreaterThan", "ge": "OpFOrdGreaterThanEqual"}
 _INT_COMPARE = {"eq": "OpIEqual", "ne": "OpINotEqual", "lt": "LessThan", "le": "LessThanEqual",
                 "gt": "GreaterThan", "ge": "GreaterThanEqual"}
@@ -145,11 +146,14 @@ def _signed_against_unsigned(c: str, signed_first: bool):
 
 
 for _c in COMPARISONS:
-    SPIRV_OPS[f"{_c}.f64"] = _plain(_FLOAT_COMPARE[_c], BOOL)
+    if _c != "ne":
+        SPIRV_OPS[f"{_c}.f64"] = _plain(_FLOAT_COMPARE[_c], BOOL)
     for _w in INT_WIDTHS:
         SPIRV_OPS[f"{_c}.{_w.value}"] = _plain(_int_compare(_c, _w), BOOL)
     SPIRV_OPS[f"{_c}.i64.u64"] = _signed_against_unsigned(_c, True)
     SPIRV_OPS[f"{_c}.u64.i64"] = _signed_against_unsigned(_c, False)
+# ~= is true with a NaN: not (a == b) (naga reads OpFUnordNotEqual as ordered)
+SPIRV_OPS["ne.f64"] = lambda w, a: w.op("OpLogicalNot", BOOL, w.op("OpFOrdEqual", BOOL, *a))
 SPIRV_OPS["eq.bool"] = _plain("OpLogicalEqual", BOOL)
 SPIRV_OPS["ne.bool"] = _plain("OpLogicalNotEqual", BOOL)
 SPIRV_OPS["and.bool"] = _plain("OpLogicalAnd", BOOL)  # a b that can fail: KernelWriter.short_circuit
@@ -187,7 +191,7 @@ def _min_max(kind: str, width: Width):
         picked = w.select(width, w.op(order, BOOL, a, b), a, w.select(width, w.op(order, BOOL, b, a), b, equal))
         nan = w.op("OpLogicalOr", BOOL, w.op("OpIsNan", BOOL, a), w.op("OpIsNan", BOOL, b))
         nan_value = w.op("OpBitcast", F32, w.const(CANONICAL_NAN_F32, U32)) if width is F32 else \
-            w.const(float("nan"), F64)
+            w.op("OpBitcast", F64, w.const(QUIET_NAN_F64, U64))  # naga refuses a NaN literal
         return w.select(width, nan, nan_value, picked)
     return render
 
@@ -225,15 +229,15 @@ def _fma_f32_body(w, params) -> int:
     a, b, c = params
     p = w.product(F64, w.op("OpFConvert", F64, a), w.op("OpFConvert", F64, b))  # exact
     c64 = w.op("OpFConvert", F64, c)
-    s = w.op("OpFAdd", F64, p, c64)
-    # TwoSum: s + e == p + c exactly
-    bb = w.op("OpFSub", F64, s, p)
+    s = w.opaque(w.op("OpFAdd", F64, p, c64), F64)
+    # TwoSum: s + e == p + c exactly (opaque: no optimizer may simplify it away)
+    bb = w.opaque(w.op("OpFSub", F64, s, p), F64)
     e = w.op("OpFAdd", F64, w.op("OpFSub", F64, p, w.op("OpFSub", F64, s, bb)), w.op("OpFSub", F64, c64, bb))
     # round to odd: an inexact s with an even significand moves one unit toward e
     bits = w.op("OpBitcast", U64, s)
     even = w.op("OpIEqual", BOOL, w.op("OpBitwiseAnd", U64, bits, w.const(1, U64)), w.const(0, U64))
     zero = w.const(0.0, F64)
-    inexact = w.op("OpFUnordNotEqual", BOOL, e, zero)  # a NaN e: s is not finite, and stays
+    inexact = w.op("OpLogicalNot", BOOL, w.op("OpFOrdEqual", BOOL, e, zero))  # a NaN e: s is not finite, and stays
     adjust = w.op("OpLogicalAnd", BOOL, w.op("OpLogicalAnd", BOOL, inexact, even), _finite(w, s))
     away = w.op("OpLogicalEqual", BOOL, w.op("OpFOrdGreaterThan", BOOL, e, zero),
                 w.op("OpFOrdGreaterThan", BOOL, s, zero))

@@ -263,6 +263,8 @@ def _rank(kind: str) -> int:
 # libwayland-client's complaint when Vulkan's surface support probes for a Wayland display:
 # printed straight to file descriptor 2 while wgpu enumerates adapters, and harmless for compute.
 WAYLAND_NOISE = b"XDG_RUNTIME_DIR is invalid or not set"
+# naga's log line for each NoContraction it drops (documented below, and guarded against by the emitter)
+NAGA_NOISE = b"Unknown decoration NoContraction"
 WGPU_KINDS = {"DiscreteGPU": "discrete", "IntegratedGPU": "integrated", "CPU": "cpu"}
 
 
@@ -276,7 +278,8 @@ class WgpuRunner(Runner):
         unsigned on uint operands (OpSNegate on uint is refused): bitcast operands to int first;
       * OpSMod goes through a float division (2147483647 smod 5 gives -33), and lavapipe's
         own OpSMod is a remainder (-7 smod 3 gives -1): derive the modulo from OpSRem;
-      * NoContraction is dropped (lavapipe fuses nothing anyway)."""
+      * NoContraction is dropped, and lavapipe then fuses binary32 a * b + c (emit_spirv's
+        KernelWriter.product keeps every product out of reach of a fusion)."""
 
     kind = "wgpu"
 
@@ -319,7 +322,7 @@ class WgpuRunner(Runner):
 
     def _create_pipeline(self, spirv: bytes, bindings: list[Binding]):
         wgpu, device = self._wgpu, self._device
-        with _step("wgpu", "translating the module (naga)"):
+        with _step("wgpu", "translating the module (naga)"), _stderr_without(NAGA_NOISE):
             shader = device.create_shader_module(code=spirv)
         with _step("wgpu", "creating the compute pipeline"):
             group_layout = device.create_bind_group_layout(entries=[

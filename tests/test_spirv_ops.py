@@ -64,6 +64,7 @@ from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.walk import own_exprs, statements, subexprs
 from nupp.scalar_ir.widths import Width
+from nupp.targets.device import RUNNERS
 from nupp.targets.device_call import SpanArgument, call_kernel
 
 from . import oracles as o
@@ -76,7 +77,6 @@ from .test_runtime_math import constructed_double_rounding_cases, near_tie_fma_c
 
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
                                       Width.I64, Width.U64, Width.BOOL)
-RUNNER = "vulkan"  # the runner whose bits must be exact (wgpu translates the module)
 
 
 # ---- compiling a module both ways, and calling it both ways ------------------------------------
@@ -91,9 +91,11 @@ def _isolated_cache(cache_dir, monkeypatch):
     monkeypatch.setenv("NUPP_CACHE_DIR", str(cache_dir))
 
 
-@pytest.fixture(scope="module")
-def device():
-    return open_runner(RUNNER)
+@pytest.fixture(scope="module", params=RUNNERS)
+def device(request):
+    """Each runner: the raw Vulkan API runs the module as written, wgpu as naga rewrites it;
+    the bits must be the same both ways."""
+    return open_runner(request.param)
 
 
 @dataclass(frozen=True)

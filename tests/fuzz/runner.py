@@ -31,9 +31,11 @@ from typing import Callable, Optional
 
 from nupp.emit_c.lane import emit_lane_module
 from nupp.emit_c.scalar import emit_module
+from nupp.emit_spirv import emit_module as emit_device_module
 from nupp.errors import NuppError, Source
 from nupp.pipeline import compile_module, lanes_at, translate
 
+from ..spirv_tools import validate_kernels
 from .coverage import measure, table
 from .generator import generate
 from .program import Program, module_text
@@ -118,7 +120,8 @@ def compile_in_process(program: Program, path: str, executions: list[Execution])
     if refusal:
         return (FRONT_END, *refusal)
     emit = {"interp": lambda e: translate(source, None), "scalar": lambda e: emit_module(module, path, "fuzz_"),
-            "lane": lambda e: emit_lane_module(lanes_at(module, e.gang), path, "fuzz_")}
+            "lane": lambda e: emit_lane_module(lanes_at(module, e.gang), path, "fuzz_"),
+            "spirv": lambda e: validate_kernels(emit_device_module(module, path))}
     for execution in executions:
         try:
             emit[execution.mode](execution)

@@ -3,7 +3,8 @@
 Executions: every way nupp runs an @aot function, as the Python API names
 them (`nupp.load(path, mode=..., cc=..., tier=..., gang=...)`): the
 interpreter (the reference), scalar C and lane C at every tier this CPU runs
-x every gang, each with GCC and with Clang.
+x every gang, each with GCC and with Clang, and SPIR-V on the Vulkan device
+(where one opens) through each runner: the raw Vulkan API and wgpu.
 
 Calls: a program's entry is called on edge inputs (tests/kernelgen.py's
 `edge_array`: boundary values per field type, every pair of the first two
@@ -40,10 +41,11 @@ COMPILERS = ("gcc", "clang")
 
 @dataclass(frozen=True)
 class Execution:
-    mode: str                  # "interp", "scalar" or "lane"
+    mode: str                  # "interp", "scalar", "lane" or "spirv"
     cc: str = "gcc"
     tier: Optional[str] = None
     gang: Optional[int] = None
+    runner: str = "vulkan"     # spirv: the device runner
 
     @property
     def name(self) -> str:
@@ -51,10 +53,12 @@ class Execution:
             return self.mode
         if self.mode == "scalar":
             return f"scalar-{self.cc}"
+        if self.mode == "spirv":
+            return f"spirv-{self.runner}"
         return f"lane{self.gang}-{self.tier}-{self.cc}"
 
     def load_arguments(self) -> dict:
-        return {"mode": self.mode, "cc": self.cc, "tier": self.tier, "gang": self.gang}
+        return {"mode": self.mode, "cc": self.cc, "tier": self.tier, "gang": self.gang, "spirv_runner": self.runner}
 
 
 REFERENCE = Execution("interp")
@@ -76,7 +80,21 @@ def all_executions(compilers: tuple[str, ...] = COMPILERS, tiers: Optional[tuple
     tiers = runnable_tiers() if tiers is None else tiers
     out = [REFERENCE] + [Execution("scalar", cc) for cc in compilers]
     out += [Execution("lane", cc, tier, gang) for cc in compilers for tier in tiers for gang in GANGS]
+    out += [Execution("spirv", runner=kind) for kind in device_runners()]
     return out
+
+
+def device_runners() -> tuple[str, ...]:
+    """The SPIR-V runners that open a device here (none without a Vulkan driver)."""
+    from nupp.targets.device import RUNNERS, DeviceUnavailable, runner
+    opened = []
+    for kind in RUNNERS:
+        try:
+            runner(kind)
+        except DeviceUnavailable:
+            continue
+        opened.append(kind)
+    return tuple(opened)
 
 
 def executions_matching(patterns: list[str]) -> list[Execution]:
