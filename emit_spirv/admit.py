@@ -4,13 +4,15 @@ The device runs one invocation per iteration of a function's span loop, all
 at once, so a function is admitted when its iterations are independent and
 its bits cannot depend on their order:
 
-    shape       statements before the loop (locals, asserts, ifs: every
-                invocation runs them, the same for all), one counted span loop
-                with step 1 (the verifier proves its bounds: a constant up to
-                a span's length), nothing after it; no result
+    shape       statements before the loop (every invocation runs them, the
+                same for all), one counted span loop at function level with
+                step 1 (the verifier proves its bounds: a constant up to a
+                span's length), nothing after it; no result
     iterations  no assignment to a local declared outside the loop (no value
                 carries from one iteration to the next: reductions included),
-                no break out of the span loop, no call
+                no call.  A break out of the span loop ends the loop after
+                its iteration, as an error would without the error: the host
+                keeps the elements up to the lowest breaking iteration
     memory      every store goes to element i of iteration i (so an error in
                 iteration k leaves elements below k as the scalar loop does:
                 the host copies back only those); a written span is read only
@@ -38,8 +40,9 @@ WORD = 4
 
 def split_kernel(fn: ir.Function) -> tuple[tuple, ir.For]:
     """An admitted function's statements before its span loop, and the loop."""
-    at = next(k for k, s in enumerate(fn.body) if isinstance(s, ir.For))
-    return fn.body[:at], fn.body[at]
+    loop = span_loops(fn)[0]
+    at = next(k for k, s in enumerate(fn.body) if s is loop)
+    return fn.body[:at], loop
 
 
 def device_refusal(fn: ir.Function, module: ir.Module) -> Optional[str]:
@@ -61,15 +64,15 @@ def _signature_refusal(fn: ir.Function) -> Optional[str]:
 
 
 def _shape_refusal(fn: ir.Function) -> Optional[str]:
-    loops = [k for k, s in enumerate(fn.body) if isinstance(s, (ir.For, ir.While))]
     spans = span_loops(fn)
-    if not spans or not loops or fn.body[loops[0]] is not spans[0]:
-        return "it has no loop over spans at function level before any other loop"
+    if len(spans) != 1:
+        return ("it has no loop over spans" if not spans else
+                f"it has {len(spans)} loops over spans, at {', '.join(str(s.loc) for s in spans)} (the device runs one)")
     loop = spans[0]
-    nested = next((s for s in statements(fn.body[:loops[0]]) if isinstance(s, (ir.For, ir.While))), None)
-    if nested is not None:
-        return f"a loop at {nested.loc} before the span loop"
-    after = [s for s in fn.body[loops[0] + 1:] if not (isinstance(s, ir.Return) and s.value is None)]
+    at = next((k for k, s in enumerate(fn.body) if s is loop), None)
+    if at is None:
+        return f"the loop over spans at {loop.loc} is inside another statement (the device runs one at function level)"
+    after = [s for s in fn.body[at + 1:] if not (isinstance(s, ir.Return) and s.value is None)]
     if after:
         return f"a statement at {after[0].loc} after the span loop (the device runs the loop last)"
     if loop.step != 1:
@@ -95,21 +98,6 @@ def _iteration_refusal(fn: ir.Function) -> Optional[str]:
     if carried:
         return (f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in it "
                 "(each iteration runs in its own invocation: no value carries between them)")
-    escaping = _break_leaving(loop.body)
-    if escaping is not None:
-        return f"a break at {escaping.loc} leaves the span loop (the device runs every iteration)"
-    return None
-
-
-def _break_leaving(stmts) -> Optional[ir.Break]:
-    """A Break in `stmts` that leaves them, not an inner loop."""
-    for s in stmts:
-        if isinstance(s, ir.Break):
-            return s
-        if isinstance(s, ir.If):
-            found = _break_leaving(s.then) or _break_leaving(s.orelse)
-            if found is not None:
-                return found
     return None
 
 

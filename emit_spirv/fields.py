@@ -52,9 +52,10 @@ def load_field(w, e: ir.Load) -> int:
     # int8..uint16: the field's bits to the top of the word, then back down
     # with the sign (arithmetic shift) or zeros (logical)
     up = w.op("OpISub", U32, w.const(32 - storage.bits, U32), shift)
-    top = w.op("OpBitcast", I32, w.op("OpShiftLeftLogical", U32, bits, up))
-    down = "OpShiftRightArithmetic" if storage.signed else "OpShiftRightLogical"
-    return w.op(down, I32, top, w.const(32 - storage.bits, I32))
+    top = w.op("OpShiftLeftLogical", U32, bits, up)
+    if storage.signed:  # an int operand: naga shifts by the operand's type
+        return w.op("OpShiftRightArithmetic", I32, w.op("OpBitcast", I32, top), w.const(32 - storage.bits, I32))
+    return w.op("OpBitcast", I32, w.op("OpShiftRightLogical", U32, top, w.const(32 - storage.bits, U32)))
 
 
 def store_field(w, s: ir.Store, value: int) -> None:

@@ -14,10 +14,11 @@ Buffers, all in descriptor set 0, each a runtime array of 32-bit words:
                           driver cannot fold), then per parameter in
                           order: a span's length, or a scalar's bits (one word,
                           or two, low first, for 64-bit widths; a boolean 0 / 1)
-    binding 1  status     word s-1 for error status s: the lowest rank that
+    binding 1  status     word s for error status s: the lowest rank that
                           failed with it (atomic minimum; the host fills it
-                          with NO_ERROR).  Rank 0 is the statements before the
-                          loop, rank g + 1 iteration g
+                          with NO_ERROR), word 0 (BREAK) the lowest that broke
+                          out of the span loop.  Rank 0 is the statements
+                          before the loop, rank g + 1 iteration g
     binding 2+ one per span parameter, its elements in the C layout
                           (scalar_ir/widths.struct_layout), NonWritable
                           unless the function stores to it
@@ -28,7 +29,7 @@ word), so the module needs neither 8- nor 16-bit types, and Float64 / Int64
 only where the kernel uses 64-bit values.  Locals are Function variables.
 An error (a failed assert, an integer division by zero) records its rank
 and returns: the rest of that invocation does nothing, as the scalar loop
-stops there.  Every float arithmetic result is decorated NoContraction.
+stops there; a break out of the span loop does the same in word BREAK.  Every float arithmetic result is decorated NoContraction.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32
                                       Width.I64, Width.U64, Width.BOOL)
 WORKGROUP_SIZE = 64
 ARGUMENTS, STATUS, FIRST_SPAN = 0, 1, 2
-NO_ERROR = 0xFFFFFFFF
+NO_ERROR = 0xFFFFFFFF  # a status word no invocation wrote
+BREAK = 0  # the status word of a break out of the span loop
 HEADER_WORDS = 3  # start, count, a zero (KernelWriter.unknown_zero)
 _BITS = {F32: U32, F64: U64}  # the unsigned width of a float's bit pattern
 _SIGN = {F32: 1 << 31, F64: 1 << 63}
@@ -298,15 +300,16 @@ class KernelWriter:
     def fail_unless(self, ok: int, message: str, loc: ir.Loc) -> None:
         """If not `ok`: record this invocation's rank for the error and return."""
         status = self.error_status(f"{self.path}:{loc.line}: {message}")
+        self.selection(self.op("OpLogicalNot", BOOL, ok), lambda: self.stop_invocation(status))
 
-        def record() -> None:
-            word = self.word_pointer(self.status, self.m.constant(self.uint, status - 1))
-            scope, semantics = enumerant("Scope", "Device"), 0  # Relaxed
-            self.typed("OpAtomicUMin", self.uint, word, self.m.constant(self.uint, scope),
-                       self.m.constant(self.uint, semantics), self.rank)
-            self.terminate("OpReturn")
-
-        self.selection(self.op("OpLogicalNot", BOOL, ok), record)
+    def stop_invocation(self, status: int) -> None:
+        """Record this invocation's rank in status word `status` (BREAK: the span
+        loop ends after this iteration), and return."""
+        word = self.word_pointer(self.status, self.m.constant(self.uint, status))
+        scope, semantics = enumerant("Scope", "Device"), 0  # Relaxed
+        self.typed("OpAtomicUMin", self.uint, word, self.m.constant(self.uint, scope),
+                   self.m.constant(self.uint, semantics), self.rank)
+        self.terminate("OpReturn")
 
     # ---- buffers ---------------------------------------------------------------------------
     def _declare_buffers(self) -> None:
@@ -490,7 +493,10 @@ class KernelWriter:
         self.scopes.pop()
 
     def stmt_Break(self, s: ir.Break) -> None:
-        self.terminate("OpBranch", self.loops[-1].merge)
+        if self.loops:
+            self.terminate("OpBranch", self.loops[-1].merge)
+        else:  # out of the span loop: no later iteration counts
+            self.stop_invocation(BREAK)
 
     def stmt_Return(self, s: ir.Return) -> None:
         self.terminate("OpReturn")

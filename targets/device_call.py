@@ -8,7 +8,8 @@ written spans copied back: all of them when no invocation failed; when one
 did, only the elements up to the lowest failing iteration's (each store of
 iteration i goes to element i, so those hold exactly what the scalar loop
 leaves, the failing iteration's own stores before its error included), and
-none when the statements before the loop failed.  The result is the status
+none when the statements before the loop failed.  A break out of the loop
+keeps the elements up to the breaking iteration's, as an error would.  The result is the status
 the C ABI returns: 0, or k for the error text `kernel.errors[k - 1]`.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from nupp.emit_spirv.kernel import ARGUMENTS, NO_ERROR, STATUS, DeviceKernel
+from nupp.emit_spirv.kernel import ARGUMENTS, BREAK, NO_ERROR, STATUS, DeviceKernel
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import evaluate
 from nupp.targets.device import Binding, Runner
@@ -39,15 +40,15 @@ def call_kernel(kernel: DeviceKernel, runner: Runner, arguments: dict) -> int:
     start = bound(kernel.start, values)
     count = max(0, bound(kernel.stop, values) - start + 1)
     bindings = [Binding(ARGUMENTS, kernel.argument_words(start, count, values), writable=False),
-                Binding(STATUS, struct.pack("<I", NO_ERROR) * max(1, len(kernel.errors)), writable=True)]
+                Binding(STATUS, struct.pack("<I", NO_ERROR) * (1 + len(kernel.errors)), writable=True)]
     for span in kernel.spans:
         bindings.append(Binding(span.binding, _padded(arguments[span.name].memory), span.writable))
     results = runner.run(kernel.spirv, bindings, dispatch_groups(max(count, 1), kernel.workgroup_size),
                          kernel.needs)
-    status, rank = _first_failure(results[STATUS])
-    # rank 0: the statements before the loop failed; rank g + 1: iteration g,
-    # which stores to element start + g (1-based)
-    kept_elements = None if status == 0 else 0 if rank == 0 else start + rank - 1
+    status, rank = _first_stop(results[STATUS])
+    # rank 0: the statements before the loop failed; rank g + 1: iteration g
+    # (which stores to element start + g, 1-based) failed or broke
+    kept_elements = None if rank is None else 0 if rank == 0 else start + rank - 1
     for span in kernel.spans:
         if span.writable:
             _copy_back(arguments[span.name].memory, results[span.binding], span.stride, kept_elements)
@@ -73,11 +74,12 @@ def dispatch_groups(invocations: int, workgroup_size: int) -> tuple[int, int, in
     return (min(groups, MAX_GROUPS_PER_ROW), rows, 1)
 
 
-def _first_failure(status_words: bytes) -> tuple[int, int]:
-    """(status, rank) of the lowest failing rank, or (0, 0) when nothing failed."""
+def _first_stop(status_words: bytes) -> tuple[int, int | None]:
+    """(status, rank) of the lowest rank that failed (status > 0) or broke out
+    of the loop (status 0), or (0, None) when every invocation ran to its end."""
     ranks = struct.unpack(f"<{len(status_words) // 4}I", status_words)
     rank = min(ranks)
-    return (0, 0) if rank == NO_ERROR else (ranks.index(rank) + 1, rank)
+    return (0, None) if rank == NO_ERROR else (ranks.index(rank) - BREAK, rank)
 
 
 def _padded(memory: memoryview) -> bytes:

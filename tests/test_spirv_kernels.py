@@ -174,17 +174,16 @@ local function f(exclusive out: span.WriteSpan<Cell>): nil
 end
 """, "%last, declared outside the span loop at 10:5, is assigned in it (each iteration runs in its own "
      "invocation: no value carries between them)"),
-    "a break out of the span loop": ("""
+    "a span loop inside an if": ("""
 @aot
-local function f(exclusive out: span.WriteSpan<Cell>): nil
-    for i = 1, #out do
-        if out[i].a < 0 then
-            break
+local function f(exclusive out: span.WriteSpan<Cell>, go: boolean): nil
+    if go then
+        for i = 1, #out do
+            out[i].b = 1
         end
-        out[i].b = 1
     end
 end
-""", "a break at 11:13 leaves the span loop (the device runs every iteration)"),
+""", "the loop over spans at 10:9 is inside another statement (the device runs one at function level)"),
     "a store not at the counter": ("""
 @aot
 local function f(exclusive out: span.WriteSpan<Cell>): nil
@@ -218,7 +217,7 @@ local function f(exclusive out: span.WriteSpan<Cell>): nil
     end
 end
 """, "it calls twice at 15:20 (the device runs no calls yet)"),
-    "a statement after the span loop": ("""
+    "two span loops": ("""
 @aot
 local function f(exclusive out: span.WriteSpan<Cell>): nil
     for i = 1, #out do
@@ -228,7 +227,18 @@ local function f(exclusive out: span.WriteSpan<Cell>): nil
         out[j].b = 2
     end
 end
-""", "a statement at 12:5 after the span loop (the device runs the loop last)"),
+""", "it has 2 loops over spans, at 9:5, 12:5 (the device runs one)"),
+    "a statement after the span loop": ("""
+@aot
+local function f(exclusive out: span.WriteSpan<Cell>, go: boolean): nil
+    for i = 1, #out do
+        out[i].a = 1
+    end
+    if go then
+        return
+    end
+end
+""", "a statement at 12:8 after the span loop (the device runs the loop last)"),
     "a step other than 1": ("""
 @aot
 local function f(exclusive out: span.WriteSpan<Cell>): nil
