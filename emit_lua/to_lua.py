@@ -55,9 +55,10 @@ class NativeModule:
     errors: tuple[str, ...]
     functions: dict  # Nupp name -> (C symbol, result cdef type or None)
     mode: str = "scalar"  # how the library was built: "scalar" or "lane"
-    # the functions a device runs instead (spirv mode): Nupp name -> the
-    # execution's name (`spirv-lavapipe`); their symbols in `functions` name
-    # the host's device kernels (runtime/host.py), not the library's
+    # the functions a device runs instead (spirv mode): Nupp name -> (the
+    # execution's name, `spirv-lavapipe`, and the C symbol of the library's
+    # function, which runs a call the device cannot take); their symbols in
+    # `functions` name the host's device kernels (runtime/host.py)
     devices: dict = field(default_factory=dict)
 
 
@@ -187,7 +188,8 @@ class ToLua:
         """`__nupp.compiled = __nupp.native.load(library, cdef, errors)` on line 1."""
         top = ast.Span(1, 1, 1, 1)
         errors = _table([(None, _str(e, top)) for e in self.native.errors], top)
-        devices = _table([(None, _str(self.native.functions[name][0], top)) for name in self.native.devices], top)
+        devices = _table([(self.native.functions[name][0], _str(c_symbol, top))
+                          for name, (_, c_symbol) in self.native.devices.items()], top)
         load = ast.Call(_internal("native.load", top),
                         (_str(self.native.library, top), _str(self.native.cdef, top), errors, devices), top)
         return ast.Assign((_internal(COMPILED, top),), (load,), top)
@@ -314,7 +316,7 @@ class ToLua:
         bind = _internal("native.bind", span)
         args = (_internal(COMPILED, span), _str(symbol, span), _str(name, span), params, result, options,
                 _str(ctype, span) if ctype else ast.Nil(span), interpreted,
-                _str(self.native.devices.get(name, self.native.mode), span))
+                _str(self.native.devices[name][0] if name in self.native.devices else self.native.mode, span))
         return ast.Assign((target,), (ast.Call(bind, args, span),), span)
 
     def param_descriptor(self, p: ast.Param, span: ast.Span) -> ast.Table:

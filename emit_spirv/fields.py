@@ -12,7 +12,7 @@ NaN, a number field binary64, an integer field the value modulo 2^bits.
 
 from __future__ import annotations
 
-from nupp.emit_spirv.rules import canonical_f32, narrow
+from nupp.emit_spirv.rules import canonical_f32, narrow, sign_extend
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.widths import FIELD_STORAGE, Width
 
@@ -68,7 +68,7 @@ def store_field(w, s: ir.Store, value: int) -> None:
         return _store_words(w, buffer, word, w.to_words(value, F64))
     if storage.bits == 64:
         if width.bits == 32:  # extended by its own signedness: the value modulo 2^64
-            value = w.op("OpSConvert" if width.is_signed else "OpUConvert", U64 if not width.is_signed else I64, value)
+            value = sign_extend(w, value) if width.is_signed else w.op("OpUConvert", U64, value)
             width = I64 if width.is_signed else U64
         return _store_words(w, buffer, word, w.to_words(value, width))
     low = w.op("OpUConvert", U32, value) if width.bits == 64 else w.to_words(value, width)[0]

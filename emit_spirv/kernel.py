@@ -56,6 +56,7 @@ NO_ERROR = 0xFFFFFFFF  # a status word no invocation wrote
 BREAK = 0  # the status word of a break out of the span loop
 HEADER_WORDS = 3  # start, count, a zero (KernelWriter.unknown_zero)
 _BITS = {F32: U32, F64: U64}  # the unsigned width of a float's bit pattern
+_UNSIGNED = {I32: U32, U32: U32, I64: U64, U64: U64}
 _SIGN = {F32: 1 << 31, F64: 1 << 63}
 FLOAT_ARITHMETIC = ("OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFNegate")
 
@@ -509,8 +510,16 @@ class KernelWriter:
         return getattr(self, "expr_" + type(e).__name__)(e)
 
     def expr_Const(self, e: ir.Const) -> int:
+        """A literal of the program, which no driver may know: lavapipe folds
+        float arithmetic on known operands wrongly (0.0 / v with a local v = 0
+        gave 0), so numbers reach it as `opaque` values."""
         if e.width.is_float:
             return self.opaque_float(e.value, e.width)
+        if e.width.is_int:
+            unsigned = _UNSIGNED[e.width]
+            bits = self.op("OpBitwiseOr", unsigned, self.const(e.value % (1 << e.width.bits), unsigned),
+                           self.unknown_zero(unsigned))
+            return bits if unsigned is e.width else self.op("OpBitcast", e.width, bits)
         return self.const(e.value, e.width)
 
     def expr_Var(self, e: ir.Var) -> int:

@@ -303,6 +303,14 @@ def _wrap_64(width: Width):
     return render
 
 
+def sign_extend(w, x: int) -> int:
+    """int32 to int64 as its two words, the high one the sign's copies: lavapipe
+    (LLVM 15) miscompiles a 64-bit comparison of an OpSConvert's result
+    (5 <= int64(1) came out true)."""
+    high = w.op("OpShiftRightArithmetic", I32, x, w.const(31, I32))
+    return w.from_words([w.op("OpBitcast", U32, x), w.op("OpBitcast", U32, high)], I64)
+
+
 def _frombits(w, args):
     return canonical_f32(w, w.op("OpBitcast", F32, args[0]))
 
@@ -318,7 +326,7 @@ SPIRV_OPS.update({
     "wrap.f64.i64": _wrap_64(I64), "wrap.f64.u64": _wrap_64(U64),
     "reinterpret.i32.u32": _plain("OpBitcast", U32),
     "reinterpret.u32.i32": _plain("OpBitcast", I32),
-    "widen.i32.i64": _plain("OpSConvert", I64),
+    "widen.i32.i64": lambda w, a: sign_extend(w, a[0]),
     "widen.u32.i64": lambda w, a: w.op("OpBitcast", I64, w.op("OpUConvert", U64, a[0])),
     "widen.u32.u64": _plain("OpUConvert", U64),
     "trunc.i64.i32": lambda w, a: w.op("OpBitcast", I32, w.op("OpUConvert", U32, a[0])),

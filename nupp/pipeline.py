@@ -303,13 +303,13 @@ class DeviceFunctions:
 
     def bind(self, native: NativeModule) -> tuple[NativeModule, DeviceBinding]:
         """The C library's binding with these functions moved to the device."""
-        errors, functions, bound = list(native.errors), dict(native.functions), {}
+        errors, functions, bound, devices = list(native.errors), dict(native.functions), {}, {}
         for name, kernel in self.kernels.items():
             symbol = f"{self.prefix}device_{name}"
             bound[symbol] = (kernel, len(errors))
             errors += kernel.errors
+            devices[name] = (self.runner.execution_name, functions[name][0])  # the C function: a call the device cannot take
             functions[name] = (symbol, None)
-        devices = {name: self.runner.execution_name for name in self.kernels}
         return (replace(native, errors=tuple(errors), functions=functions, devices=devices),
                 DeviceBinding(self.runner, bound))
 

@@ -16,6 +16,7 @@ from lupa import luajit21
 
 from nupp.errors import Source, source_bytes
 from nupp.pipeline import MODES, Compiled, Request, compile_for_host, native_executions
+from nupp.targets.device import DeviceUnavailable
 from nupp.targets.device_call import SpanArgument, call_kernel
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
@@ -23,6 +24,7 @@ MODULE_EXTENSIONS = (".nupp", ".lua")
 
 
 INTERNALS = "nupp.internals"  # the runtime's internals in the Lua registry
+RUN_ON_HOST = -2  # what Host._run_device answers for a call the device cannot take (native.lua)
 
 
 def new_lua_runtime() -> "luajit21.LuaRuntime":
@@ -191,6 +193,8 @@ class Host:
         kernel, offset, runner = self._device_kernels[symbol]
         try:
             status = call_kernel(kernel, runner, _device_arguments(kernel, list(abi_args)))
+        except DeviceUnavailable:
+            return RUN_ON_HOST  # this call is beyond the device (a span past its buffer limit): the C runs it
         except Exception as err:  # noqa: BLE001 - becomes the call's Lua error, with its text
             return -1, f"the SPIR-V device ({runner.execution_name}) failed running {kernel.function}: {err}"
         return status + offset if status else 0
@@ -257,7 +261,7 @@ class Host:
 
 def _device_arguments(kernel, abi_args: list) -> dict:
     """A device kernel's arguments from its C function's (spans as address and
-    length, a 64-bit integer as its digits, native.lua)."""
+    length, a 64-bit integer as its digits, -0 as "-0": native.lua)."""
     arguments = {}
     strides = {span.name: span.stride for span in kernel.spans}
     for p in kernel.params:
@@ -268,7 +272,7 @@ def _device_arguments(kernel, abi_args: list) -> dict:
             arguments[p.name] = SpanArgument(memoryview(memory).cast("B"), length)
         else:
             value = abi_args.pop(0)
-            arguments[p.name] = value if p.type.is_float or p.type.bits == 1 else int(value)
+            arguments[p.name] = float(value) if p.type.is_float else value if p.type.bits == 1 else int(value)
     return arguments
 
 

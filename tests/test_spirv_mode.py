@@ -143,3 +143,71 @@ def test_no_device_is_an_environment_error(tmp_path):
                          env={**__import__("os").environ, "NUPP_SPIRV_DEVICE": "no such device"})
     assert run.returncode == 2, run.stderr
     assert "names no Vulkan device here" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_call_beyond_the_devices_buffer_limit_runs_as_c(runner_kind):
+    """A span larger than one storage buffer may be: that call runs the library's C, same bits."""
+    path = BENCH / "simd.nupp"
+    device, scalar = load(path, mode="spirv", spirv_runner=runner_kind), load(path, mode="scalar")
+    stride = device.dtype("Body").itemsize
+    n = open_runner(runner_kind).limits.max_binding_bytes // stride + 1
+    a = np.zeros(n, dtype=device.dtype("Body"))
+    a["x"], a["v"], a["m"] = np.arange(n) % 1000, 1.5, 2.0
+    b = a.copy()
+    device.advance(a, 0.01, 0.99)
+    scalar.advance(b, 0.01, 0.99)
+    assert a.tobytes() == b.tobytes()
+
+
+WIDENED_COMPARISONS = """
+local span = nupp.mem.span
+local struct E
+    a: int32
+    u: uint32
+    r: int32
+end
+@aot
+local function k(exclusive out: span.WriteSpan<E>): nil
+    for i = 1, #out do
+        local a, u = out[i].a, out[i].u
+        local r: int32 = 0
+        if nupp.math.i64.wrap(5.0) <= a then r = r | 1 end
+        if a < nupp.math.i64.wrap(-3.0) then r = r | 2 end
+        if nupp.math.i64.wrap(5.0) <= u then r = r | 4 end
+        if u < nupp.math.u64.wrap(7.0) then r = r | 8 end
+        if nupp.math.i64.wrap(-1.0) < u then r = r | 16 end
+        if a == nupp.math.i64.wrap(-2147483648.0) then r = r | 32 end
+        out[i].r = r
+    end
+end
+return {E = E, k = k}
+"""
+
+
+def test_comparisons_of_widened_values(runner_kind, tmp_path):
+    """lavapipe (LLVM 15) once compared an OpSConvert'ed int32 wrongly: 5 <= int64(1) was true."""
+    path = tmp_path / "widened.nupp"
+    path.write_text(WIDENED_COMPARISONS)
+    device, scalar = load(path, mode="spirv", spirv_runner=runner_kind), load(path, mode="scalar")
+    values = [0, 1, 4, 5, 6, -1, -3, -4, 7, 2**31 - 1, -2**31]
+    a = np.zeros(len(values) ** 2, dtype=device.dtype("E"))
+    a["a"] = np.repeat(values, len(values))
+    a["u"] = np.tile(np.array(values, dtype=np.int64) % 2**32, len(values))
+    b = a.copy()
+    device.k(a)
+    scalar.k(b)
+    assert a.tobytes() == b.tobytes()
+
+
+def test_a_negative_zero_argument_reaches_the_device(runner_kind, tmp_path):
+    """lupa hands Python an integral Lua number as an int, -0 as 0: the device must see -0."""
+    path = tmp_path / "negzero.nupp"
+    path.write_text("local span = nupp.mem.span\nlocal f32 = nupp.math.f32\n"
+                    "local struct R\n    x: number\n    y: float\nend\n@aot\n"
+                    "local function k(exclusive out: span.WriteSpan<R>, p: number, q: float): nil\n"
+                    "    for i = 1, #out do\n        out[i].x = p\n        out[i].y = q\n    end\nend\n"
+                    "return {R = R, k = k}\n")
+    device = load(path, mode="spirv", spirv_runner=runner_kind)
+    a = np.ones(2, dtype=device.dtype("R"))
+    device.k(a, -0.0, -0.0)
+    assert np.signbit(a["x"]).all() and np.signbit(a["y"]).all(), a

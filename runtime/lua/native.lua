@@ -34,10 +34,13 @@ end
 -- native.run_device(symbol, ...): set by the host (runtime/host.py
 -- Host._run_device).  Runs a device kernel on the arguments of its C
 -- function: each span as its pointer's address and its length, a 64-bit
--- integer as its digits.  Returns the status, or -1 and why the device failed.
+-- integer as its digits, -0 as "-0".  Returns the status; -1 and why the device failed;
+-- or RUN_ON_HOST: the device cannot take this call (a span beyond its buffer
+-- limit), which the library's C function then runs.
+local RUN_ON_HOST = -2
 local uintptr_t, int64_t, uint64_t = ffi.typeof("uintptr_t"), ffi.typeof("int64_t"), ffi.typeof("uint64_t")
 
-local function device_function(symbol)
+local function device_function(symbol, c_function)
     return function(...)
         local args, n = { ... }, select("#", ...)
         for i = 1, n do
@@ -46,25 +49,29 @@ local function device_function(symbol)
                 args[i] = (tostring(a):gsub("U?LL$", ""))
             elseif type(a) == "cdata" then
                 args[i] = tonumber(ffi.cast(uintptr_t, a))
+            elseif a == 0 and 1 / a < 0 then
+                args[i] = "-0" -- lupa would hand Python the integer 0
             end
         end
         local status, why = native.run_device(symbol, unpack(args, 1, n))
+        if status == RUN_ON_HOST then return c_function(...) end
         if status < 0 then error("nupp: " .. why, 0) end
         return status
     end
 end
 
--- The library's functions, with the device symbols' kernels in front.
+-- The library's functions, with the device symbols' kernels in front
+-- (devices: device symbol -> the C symbol of the same function).
 local function with_devices(lib, devices)
     local functions = {}
-    for _, symbol in ipairs(devices) do functions[symbol] = device_function(symbol) end
+    for symbol, c_symbol in pairs(devices) do functions[symbol] = device_function(symbol, lib[c_symbol]) end
     return setmetatable(functions, { __index = function(_, symbol) return lib[symbol] end })
 end
 
 function native.load(path, cdef, errors, devices)
     declare(cdef)
     local lib = library(path)
-    if devices ~= nil and #devices > 0 then lib = with_devices(lib, devices) end
+    if devices ~= nil and next(devices) ~= nil then lib = with_devices(lib, devices) end
     return { lib = lib, errors = errors, path = path }
 end
 
