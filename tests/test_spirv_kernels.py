@@ -50,12 +50,12 @@ def device_module(text: str, path: str = "case.nupp"):
     return emit_module(compile_module(Source(path, text)), path)
 
 
-def assert_kernels_valid(tmp_path: Path, text: str, path: str) -> int:
+def assert_kernels_valid(text: str, path: str) -> int:
     """spirv-val accepts the kernel of every function the backend takes; how many there were."""
     module = device_module(text, path)
     for name, kernel in module.kernels.items():
         try:
-            spirv_val(tmp_path, kernel.spirv)
+            spirv_val(kernel.spirv)
         except AssertionError as err:
             raise AssertionError(f"{path}: function {name}: {err}") from None
     return len(module.kernels)
@@ -72,18 +72,18 @@ def committed_modules() -> dict[str, str]:
                     "layouts": LAYOUTS, "prologue": PROLOGUE, "contraction": CONTRACTION}
 
 
-def test_every_committed_kernel_passes_spirv_val(tmp_path):
-    validated = sum(assert_kernels_valid(tmp_path, text, name) for name, text in committed_modules().items())
+def test_every_committed_kernel_passes_spirv_val():
+    validated = sum(assert_kernels_valid(text, name) for name, text in committed_modules().items())
     assert validated >= 240  # 228 op kernels, the BENCH and lane test kernels, the error and layout kernels
 
 
-def test_generated_kernels_pass_spirv_val(tmp_path):
+def test_generated_kernels_pass_spirv_val():
     accepted = []
 
     @given(kernels())
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
     def valid(kernel):
-        accepted.append(assert_kernels_valid(tmp_path, kernel.text, "gen.nupp"))
+        accepted.append(assert_kernels_valid(kernel.text, "gen.nupp"))
 
     valid()
     assert sum(accepted) >= 5, "the generator's kernels must reach the device"
@@ -91,10 +91,10 @@ def test_generated_kernels_pass_spirv_val(tmp_path):
 
 @pytest.mark.parametrize("seeds", [range(40), pytest.param(range(40, 600), marks=pytest.mark.slow)],
                          ids=["quick", "many"])
-def test_fuzzer_programs_pass_spirv_val(tmp_path, seeds):
+def test_fuzzer_programs_pass_spirv_val(seeds):
     programs = [generate(seed) for seed in seeds]
     texts = [module_text([p]) for p in programs if not p.isolated]  # an isolated one repeats a name: refused
-    assert sum(assert_kernels_valid(tmp_path, text, "fuzz.nupp") for text in texts) >= len(seeds) // 60
+    assert sum(assert_kernels_valid(text, "fuzz.nupp") for text in texts) >= len(seeds) // 60
 
 
 # ---- (2) golden disassembly ---------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def stage_spirv(text: str, folder: Path) -> str:
         if name in module.refused:
             parts.append(f"; function {name}: refused: {module.refused[name]}\n")
         else:
-            spirv_val(folder, module.kernels[name].spirv)
+            spirv_val(module.kernels[name].spirv)
             parts.append(f"; function {name}\n" + disassembly(module.kernels[name].spirv, folder))
     return "".join(parts)
 
