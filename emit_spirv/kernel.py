@@ -55,8 +55,8 @@ ARGUMENTS, STATUS, FIRST_SPAN = 0, 1, 2
 NO_ERROR = 0xFFFFFFFF  # a status word no invocation wrote
 BREAK = 0  # the status word of a break out of the span loop
 HEADER_WORDS = 3  # start, count, a zero (KernelWriter.unknown_zero)
-_BITS = {F32: U32, F64: U64}  # the unsigned width of a float's bit pattern
-_UNSIGNED = {I32: U32, U32: U32, I64: U64, U64: U64}
+# the unsigned width of a number's bit pattern
+_BITS = {F32: U32, F64: U64, I32: U32, U32: U32, I64: U64, U64: U64}
 _SIGN = {F32: 1 << 31, F64: 1 << 63}
 FLOAT_ARITHMETIC = ("OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFNegate")
 
@@ -203,8 +203,10 @@ class KernelWriter:
         for -0, infinities and NaN) even under NoContraction and
         SignedZeroInfNanPreserve, and through naga (which drops NoContraction)
         it would simplify (s - (s - p)) to p, undoing an exact TwoSum."""
-        bits = self.op("OpBitcast", _BITS[width], x)
-        return self.op("OpBitcast", width, self.op("OpBitwiseOr", _BITS[width], bits, self.unknown_zero(_BITS[width])))
+        unsigned = _BITS[width]
+        bits = x if unsigned is width else self.op("OpBitcast", unsigned, x)
+        bits = self.op("OpBitwiseOr", unsigned, bits, self.unknown_zero(unsigned))
+        return bits if unsigned is width else self.op("OpBitcast", width, bits)
 
     def opaque_float(self, value: float, width: Width) -> int:
         """A float literal no driver sees (`opaque`); a NaN or an infinity as its
@@ -516,10 +518,7 @@ class KernelWriter:
         if e.width.is_float:
             return self.opaque_float(e.value, e.width)
         if e.width.is_int:
-            unsigned = _UNSIGNED[e.width]
-            bits = self.op("OpBitwiseOr", unsigned, self.const(e.value % (1 << e.width.bits), unsigned),
-                           self.unknown_zero(unsigned))
-            return bits if unsigned is e.width else self.op("OpBitcast", e.width, bits)
+            return self.opaque(self.const(e.value, e.width), e.width)
         return self.const(e.value, e.width)
 
     def expr_Var(self, e: ir.Var) -> int:

@@ -66,7 +66,9 @@ def _floor_division(remainder: bool, width: Width):
         inexact = w.op("OpLogicalAnd", BOOL, w.op("OpINotEqual", BOOL, r, zero), sign_differs)
         if remainder:
             floored = w.select(width, inexact, w.op("OpIAdd", width, r, safe), r)
-            return w.select(width, by_minus_one, zero, floored)
+            # an opaque 0: lavapipe carries a known 0 through the select into a later
+            # float division and folds it wrongly (0.0 / float(x % -1) came out 0)
+            return w.select(width, by_minus_one, w.opaque(zero, width), floored)
         q = w.op("OpSDiv", width, a, safe)
         floored = w.select(width, inexact, w.op("OpISub", width, q, one), q)
         return w.select(width, by_minus_one, w.op("OpISub", width, zero, a), floored)

@@ -211,3 +211,21 @@ def test_a_negative_zero_argument_reaches_the_device(runner_kind, tmp_path):
     a = np.ones(2, dtype=device.dtype("R"))
     device.k(a, -0.0, -0.0)
     assert np.signbit(a["x"]).all() and np.signbit(a["y"]).all(), a
+
+
+def test_a_remainder_by_minus_one_divides_as_zero(runner_kind, tmp_path):
+    """x % -1 is 0; lavapipe carried the rule's known 0 into the division and folded 0.0 / 0.0 to 0."""
+    path = tmp_path / "rem.nupp"
+    path.write_text("local span = nupp.mem.span\nlocal struct In\n    w: int64\n    x: number\nend\n"
+                    "local struct Out\n    d: number\nend\n@aot\n"
+                    "local function k(exclusive out: span.WriteSpan<Out>, borrows inp: span.Span<In>): nil\n"
+                    '    assert(#out == #inp, "length mismatch")\n'
+                    "    for i = 1, #out do\n        out[i].d = inp[i].x / (inp[i].w % (-1LL))\n    end\nend\n"
+                    "return {In = In, Out = Out, k = k}\n")
+    device, scalar = load(path, mode="spirv", spirv_runner=runner_kind), load(path, mode="scalar")
+    inp = np.zeros(4, dtype=device.dtype("In"))
+    inp["w"], inp["x"] = [0, -2**63, 7, -7], [0.0, 0.0, 1.0, -1.0]
+    a, b = np.zeros(4, dtype=device.dtype("Out")), np.zeros(4, dtype=device.dtype("Out"))
+    device.k(a, inp)
+    scalar.k(b, inp)
+    assert np.isnan(a["d"][:2]).all() and (a["d"][2:] == b["d"][2:]).all() and (np.signbit(a["d"]) == np.signbit(b["d"]))[2:].all(), a
