@@ -73,7 +73,7 @@ from nupp.emit_c.unit import CModule, ModuleContext, TranslationUnit, emit_unit
 from nupp.errors import InternalError
 from nupp.scalar_ir.lanes import is_varying
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
+from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT, combining_op
 from nupp.scalar_ir.walk import breaks_leaving, fails_itself, own_exprs, raises, statements
 from nupp.scalar_ir.widths import Width, holds_in_binary32
 
@@ -312,8 +312,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         """The local takes each lane's partial result by the op's scalar rule (sub: the
         partials are sums of negated terms, so they add).  For an exact op the order
         of the terms cannot change a bit."""
-        op = op.replace("sub.", "add.", 1)
-        rendering = C_OPS[op]
+        rendering = C_OPS[combining_op(op)]
         self.mod.use(rendering)
         target = self.lookup(name)
         for k in range(self.gang):

@@ -7,12 +7,18 @@ its bits cannot depend on their order:
     shape       statements before the loop (every invocation runs them, the
                 same for all), one counted span loop at function level with
                 step 1 (the verifier proves its bounds: a constant up to a
-                span's length), nothing after it; no result
-    iterations  no assignment to a local declared outside the loop (no value
-                carries from one iteration to the next: reductions included),
+                span's length), statements after it (a finish kernel of one
+                invocation runs them, with the result: they cannot touch a
+                span, which only a span loop indexes)
+    iterations  a local declared outside the loop is assigned in it only as
+                an exact reduction (scalar_ir/varying.py): each invocation
+                starts it at the op's identity and leaves its partial result,
+                which the finish kernel combines into the value before the
+                loop.  No other value carries from one iteration to the next;
                 no call.  A break out of the span loop ends the loop after
                 its iteration, as an error would without the error: the host
-                keeps the elements up to the lowest breaking iteration
+                keeps the elements (and partial results) up to the lowest
+                breaking iteration
     memory      every store goes to element i of iteration i (so an error in
                 iteration k leaves elements below k as the scalar loop does:
                 the host copies back only those); a written span is read only
@@ -22,7 +28,8 @@ its bits cannot depend on their order:
                 invocations must never share one)
 
 `device_refusal` says why a function is refused (`nupp emit --report`), or
-None; `split_kernel` gives an admitted function's prologue and span loop.
+None; `split_kernel` gives an admitted function's prologue, span loop and
+epilogue, `kernel_reductions` the reductions the finish kernel combines.
 """
 
 from __future__ import annotations
@@ -31,18 +38,27 @@ from typing import Optional
 
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.lanes import written_not_disjoint
-from nupp.scalar_ir.varying import outer_assigned, span_loops
+from nupp.scalar_ir.varying import outer_assigned, reductions_of, span_loops
 from nupp.scalar_ir.walk import fails_itself, own_exprs, statements, subexprs
 from nupp.scalar_ir.widths import struct_layout
 
 WORD = 4
 
 
-def split_kernel(fn: ir.Function) -> tuple[tuple, ir.For]:
-    """An admitted function's statements before its span loop, and the loop."""
+def split_kernel(fn: ir.Function) -> tuple[tuple, ir.For, tuple]:
+    """An admitted function's statements before its span loop, the loop, and
+    the statements after it that observe anything (a bare return does not)."""
     loop = span_loops(fn)[0]
     at = next(k for k, s in enumerate(fn.body) if s is loop)
-    return fn.body[:at], loop
+    after = tuple(s for s in fn.body[at + 1:] if not (isinstance(s, ir.Return) and s.value is None))
+    return fn.body[:at], loop, after
+
+
+def kernel_reductions(fn: ir.Function) -> dict[str, str]:
+    """The reductions the finish kernel combines (local -> exact op): none when
+    nothing runs after the loop to read them."""
+    _, loop, epilogue = split_kernel(fn)
+    return reductions_of(loop) if epilogue else {}
 
 
 def device_refusal(fn: ir.Function, module: ir.Module) -> Optional[str]:
@@ -52,8 +68,6 @@ def device_refusal(fn: ir.Function, module: ir.Module) -> Optional[str]:
 
 
 def _signature_refusal(fn: ir.Function) -> Optional[str]:
-    if fn.result is not None:
-        return "it returns a value (the device runs span loops whose iterations return nothing)"
     if not fn.vectorize:
         return "it is marked @aot(vectorize = false)"
     call = next((x for s in statements(fn.body) for e in own_exprs(s) for x in subexprs(e)
@@ -72,9 +86,6 @@ def _shape_refusal(fn: ir.Function) -> Optional[str]:
     at = next((k for k, s in enumerate(fn.body) if s is loop), None)
     if at is None:
         return f"the loop over spans at {loop.loc} is inside another statement (the device runs one at function level)"
-    after = [s for s in fn.body[at + 1:] if not (isinstance(s, ir.Return) and s.value is None)]
-    if after:
-        return f"a statement at {after[0].loc} after the span loop (the device runs the loop last)"
     if loop.step != 1:
         return f"the span loop at {loop.loc} has step {loop.step} (the device runs step 1)"
     params = {p.name for p in fn.params} - {s.name for s in statements(fn.body) if isinstance(s, ir.Assign)}
@@ -93,16 +104,17 @@ def host_computable(e, params) -> bool:
 
 
 def _iteration_refusal(fn: ir.Function) -> Optional[str]:
-    _, loop = split_kernel(fn)
-    carried = sorted(outer_assigned(loop))
+    _, loop, _ = split_kernel(fn)
+    carried = sorted(outer_assigned(loop) - reductions_of(loop).keys())
     if carried:
-        return (f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in it "
-                "(each iteration runs in its own invocation: no value carries between them)")
+        return (f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in it and is not "
+                "an exact reduction (each iteration runs in its own invocation: no other value carries "
+                "between them)")
     return None
 
 
 def _memory_refusal(fn: ir.Function, module: ir.Module) -> Optional[str]:
-    _, loop = split_kernel(fn)
+    _, loop, _ = split_kernel(fn)
     inside = list(statements(loop.body))
     stores = [s for s in inside if isinstance(s, ir.Store)]
     stored = {s.span for s in stores}

@@ -22,6 +22,19 @@ Buffers, all in descriptor set 0, each a runtime array of 32-bit words:
     binding 2+ one per span parameter, its elements in the C layout
                           (scalar_ir/widths.struct_layout), NonWritable
                           unless the function stores to it
+    then       one per reduction the statements after the loop read
+                          (admit.kernel_reductions): invocation g's partial
+                          result in its word(s) g
+    then       the finish kernel's result: one or two words
+
+A function with statements after its span loop (a result, an assert, a
+reduction's use) gets a second module, the finish kernel: one invocation runs
+the statements before the loop again (they are the same for every
+invocation), combines the first `count` partial results of each reduction
+(the host passes the iterations up to the lowest that broke) into the
+reduction's value before the loop with its exact op, in order, then the
+statements after the loop, and writes the returned value's bits.  Its errors
+share the main kernel's status words, at rank 0.
 
 A field is read and written as the words it occupies (a 64-bit field two
 words joined as a uint64; int8..int16 shifted out of, or masked into, its
@@ -38,13 +51,13 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from nupp.emit_spirv.admit import split_kernel
+from nupp.emit_spirv.admit import kernel_reductions, split_kernel
 from nupp.emit_spirv.fields import load_field, store_field
 from nupp.emit_spirv.grammar import GLSL_STD_450
 from nupp.emit_spirv.module import Module, enumerant, instruction
 from nupp.emit_spirv.rules import SPIRV_OPS
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT
+from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT, combining_op
 from nupp.scalar_ir.walk import fails_itself, raises, statements
 from nupp.scalar_ir.widths import Width, struct_layout
 
@@ -70,6 +83,23 @@ class SpanBuffer:
 
 
 @dataclass(frozen=True)
+class PartialBuffer:
+    """A reduction's partial results, one per invocation, combined by the finish kernel."""
+
+    name: str     # the reduction's local
+    op: str       # how partial results combine (sub's partials are sums of negated terms: add)
+    binding: int
+
+    @property
+    def width(self) -> Width:
+        return OPS[self.op].result
+
+    @property
+    def words(self) -> int:
+        return self.width.bits // 32
+
+
+@dataclass(frozen=True)
 class DeviceKernel:
     """What the host needs to run one function on a device."""
 
@@ -80,8 +110,16 @@ class DeviceKernel:
     errors: tuple[str, ...]  # status s (1-based) -> "path:line: message"
     start: ir.Expr           # the span loop's bounds: constants, parameters, span lengths
     stop: ir.Expr
-    needs: frozenset[str]    # "f64", "i64": device features the module uses
+    needs: frozenset[str]    # "f64", "i64": device features the modules use
+    partials: tuple[PartialBuffer, ...] = ()
+    finish: Optional[bytes] = None  # the finish kernel's module, if statements follow the loop
+    result: Optional[Width] = None  # the function's result, which the finish kernel writes
+    result_binding: int = 0
     workgroup_size: int = WORKGROUP_SIZE
+
+    def modules(self) -> tuple[tuple[str, bytes], ...]:
+        """(role, binary) of each of its SPIR-V modules: "main", then "finish" if it has one."""
+        return (("main", self.spirv),) + ((("finish", self.finish),) if self.finish is not None else ())
 
     def argument_words(self, start: int, count: int, values: dict) -> bytes:
         """The arguments buffer: `values` holds each scalar parameter's value and
@@ -114,12 +152,18 @@ def _argument_words(value, type_) -> list[int]:
 
 
 def emit_kernel(module: ir.Module, fn: ir.Function, path: str) -> DeviceKernel:
-    """The kernel of an admitted function (device_refusal(fn) is None)."""
+    """The kernels of an admitted function (device_refusal(fn) is None)."""
     writer = KernelWriter(module, fn, path)
     writer.write()
-    _, loop = split_kernel(fn)
+    _, loop, epilogue = split_kernel(fn)
+    finish, needs = None, set(writer.needs)
+    if epilogue:  # the finish kernel: its errors join the main kernel's
+        finisher = KernelWriter(module, fn, path, finish=True, errors=writer.errors)
+        finisher.write()
+        finish, needs = finisher.m.to_bytes(), needs | finisher.needs
     return DeviceKernel(fn.name, writer.m.to_bytes(), fn.params, writer.span_buffers, tuple(writer.errors),
-                        loop.start, loop.stop, frozenset(writer.needs))
+                        loop.start, loop.stop, frozenset(needs), writer.partials, finish, fn.result,
+                        writer.result_binding)
 
 
 @dataclass
@@ -130,12 +174,14 @@ class _Loop:
 class KernelWriter:
     """Writes the module; `expr` gives the id of an expression's value, `stmt` writes a statement."""
 
-    def __init__(self, module: ir.Module, fn: ir.Function, path: str):
+    def __init__(self, module: ir.Module, fn: ir.Function, path: str, finish: bool = False,
+                 errors: Optional[list[str]] = None):
         self.ir_module, self.fn, self.path = module, fn, path
+        self.finish = finish  # the finish kernel (else the main one)
         self.m = Module(version=(1, 3))
         self.m.capability("Shader")
         self.glsl = self.m.ext_inst_import("GLSL.std.450")
-        self.errors: list[str] = []
+        self.errors: list[str] = [] if errors is None else errors
         self.needs: set[str] = set()
         self.scopes: list[dict[str, tuple[int, Width]]] = [{}]
         self.loops: list[_Loop] = []
@@ -144,6 +190,8 @@ class KernelWriter:
         self.open = False
         self.variables: list[int] = []  # words of the entry function's OpVariables
         self.rank = None
+        self.g = None  # the main kernel's invocation index (its partial results' place)
+        self.result_var = None
         self.uint = self.m.type_int(32, False)
         self._declare_buffers()
 
@@ -316,17 +364,29 @@ class KernelWriter:
 
     # ---- buffers ---------------------------------------------------------------------------
     def _declare_buffers(self) -> None:
+        """The bindings of the module header's list; the finish kernel declares
+        no span (the statements it runs index none)."""
         self.arguments = self._buffer(ARGUMENTS, "arguments", writable=False)
         self.status = self._buffer(STATUS, "status", writable=True)
-        _, loop = split_kernel(self.fn)
+        _, loop, _ = split_kernel(self.fn)
         stored = {s.span for s in statements(loop.body) if isinstance(s, ir.Store)}
         self.span_buffers, self.span_vars = [], {}
         for k, p in enumerate(self.fn.span_params()):
             layout = struct_layout(self.ir_module.struct(p.type.struct).fields)
             buffer = SpanBuffer(p.name, FIRST_SPAN + k, p.name in stored, layout.size)
             self.span_buffers.append(buffer)
-            self.span_vars[p.name] = (self._buffer(buffer.binding, p.name, buffer.writable), layout, p.type.struct)
+            if not self.finish:
+                self.span_vars[p.name] = (self._buffer(buffer.binding, p.name, buffer.writable), layout,
+                                          p.type.struct)
         self.span_buffers = tuple(self.span_buffers)
+        after_spans = FIRST_SPAN + len(self.span_buffers)
+        self.partials = tuple(PartialBuffer(name, combining_op(op), after_spans + k)
+                              for k, (name, op) in enumerate(sorted(kernel_reductions(self.fn).items())))
+        self.partial_vars = {p.name: self._buffer(p.binding, f"{p.name} partials", not self.finish)
+                             for p in self.partials}
+        self.result_binding = after_spans + len(self.partials)
+        if self.finish and self.fn.result is not None:
+            self.result_var = self._buffer(self.result_binding, "result", writable=True)
         self.argument_offsets = argument_offsets(self.fn.params)
 
     def _buffer(self, binding: int, name: str, writable: bool) -> int:
@@ -370,6 +430,8 @@ class KernelWriter:
         return words[0] if width is U32 else self.op("OpBitcast", width, words[0])
 
     def to_words(self, value: int, width: Width) -> list[int]:
+        if width is BOOL:
+            return [self.select(U32, value, self.m.constant(self.uint, 1), self.m.constant(self.uint, 0))]
         if width.bits == 64:
             bits = value if width is U64 else self.op("OpBitcast", U64, value)
             high = self.op("OpShiftRightLogical", U64, bits, self.const(32, U64))
@@ -387,10 +449,15 @@ class KernelWriter:
         self.m.execution_mode(self.f.id, "LocalSize", WORKGROUP_SIZE, 1, 1)
         g = self._invocation_index(*ids)
         count = self.load_word(self.arguments, self.m.constant(self.uint, 1))
-        runs = self.op("OpULessThan", BOOL, g, self.typed("OpExtInst", self.uint, self.glsl, GLSL_STD_450["UMax"],
-                                                          count, self.m.constant(self.uint, 1)))
-        prologue, loop = split_kernel(self.fn)
-        self.selection(runs, lambda: self._run(g, count, prologue, loop))
+        prologue, loop, epilogue = split_kernel(self.fn)
+        if self.finish:
+            runs = self.op("OpIEqual", BOOL, g, self.m.constant(self.uint, 0))
+            self.selection(runs, lambda: self._finish(count, prologue, epilogue))
+        else:
+            runs = self.op("OpULessThan", BOOL, g, self.typed("OpExtInst", self.uint, self.glsl,
+                                                              GLSL_STD_450["UMax"], count, self.m.constant(self.uint, 1)))
+            self.selection(runs, lambda: self._run(g, count, prologue, loop))
+        self.ensure_open()
         self.terminate("OpReturn")
         self.f.end()
         self.f.words[self.first_block_at:self.first_block_at] = self.variables
@@ -410,24 +477,74 @@ class KernelWriter:
                          self.m.constant(self.uint, WORKGROUP_SIZE))
         return self.typed("OpIAdd", self.uint, self.typed("OpIMul", self.uint, y, row), x)
 
-    def _run(self, g: int, count: int, prologue, loop: ir.For) -> None:
+    def _prologue(self, prologue) -> None:
+        """The parameters and the statements before the loop, at rank 0, in the
+        function's scope (the loop and what follows it read their locals)."""
         self.rank = self.m.constant(self.uint, 0)
         for p in self.fn.params:
             if isinstance(p.type, Width):  # a local, which the function may assign
                 self.declare(p.name, p.type, self.argument(p.name, p.type))
-        self.write_statements(prologue)  # in the function's scope: the loop reads its locals
+        self.write_statements(prologue)
         self.ensure_open()
+
+    def _run(self, g: int, count: int, prologue, loop: ir.For) -> None:
+        self._prologue(prologue)
         self.rank = self.typed("OpIAdd", self.uint, g, self.m.constant(self.uint, 1))
+        self.g = g
 
         def iteration() -> None:
+            for partial in self.partials:  # this invocation's partial result starts at the identity
+                self.f.effect("OpStore", self.lookup(partial.name)[0],
+                              self.expr(ir.Const(OPS[partial.op].identity, partial.width)))
             start = self.expr(loop.start)
             i = self.op("OpIAdd", I32, start, self.op("OpBitcast", I32, g))
             self.scopes.append({})
             self.declare(loop.var, I32, i)
             self.block(loop.body)
             self.scopes.pop()
+            if self.open:
+                self.store_partials()
 
         self.selection(self.op("OpULessThan", BOOL, g, count), iteration)
+
+    def store_partials(self) -> None:
+        """This invocation's partial result of each reduction, into its word(s) g."""
+        for partial in self.partials:
+            var, width = self.lookup(partial.name)
+            first = self.typed("OpIMul", self.uint, self.g, self.m.constant(self.uint, partial.words))
+            for k, word in enumerate(self.to_words(self.op("OpLoad", width, var), width)):
+                at = self.typed("OpIAdd", self.uint, first, self.m.constant(self.uint, k))
+                self.f.effect("OpStore", self.word_pointer(self.partial_vars[partial.name], at), word)
+
+    def _finish(self, count: int, prologue, epilogue) -> None:
+        """The finish kernel: the prologue again, each reduction's value before the
+        loop combined with the first `count` partial results, then the epilogue."""
+        self._prologue(prologue)
+        for partial in self.partials:
+            self._combine(partial, count)
+        self.write_statements(epilogue)
+
+    def _combine(self, partial: PartialBuffer, count: int) -> None:
+        var, width = self.lookup(partial.name)
+        self.scopes.append({})
+        self.declare(f"{partial.name} partial", U32, self.m.constant(self.uint, 0))
+        k, _ = self.lookup(f"{partial.name} partial")
+
+        def combine() -> None:
+            first = self.typed("OpIMul", self.uint, self.op("OpLoad", U32, k),
+                               self.m.constant(self.uint, partial.words))
+            words = [self.load_word(self.partial_vars[partial.name],
+                                    self.typed("OpIAdd", self.uint, first, self.m.constant(self.uint, j)))
+                     for j in range(partial.words)]
+            value = SPIRV_OPS[partial.op](self, [self.op("OpLoad", width, var), self.from_words(words, width)])
+            self.f.effect("OpStore", var, value)
+
+        def advance() -> None:
+            self.f.effect("OpStore", k, self.typed("OpIAdd", self.uint, self.op("OpLoad", U32, k),
+                                                   self.m.constant(self.uint, 1)))
+
+        self.loop(lambda: self.op("OpULessThan", BOOL, self.op("OpLoad", U32, k), count), combine, advance)
+        self.scopes.pop()
 
     # ---- locals -------------------------------------------------------------------------------
     def declare(self, name: str, width: Width, value: Optional[int]) -> None:
@@ -498,10 +615,18 @@ class KernelWriter:
     def stmt_Break(self, s: ir.Break) -> None:
         if self.loops:
             self.terminate("OpBranch", self.loops[-1].merge)
-        else:  # out of the span loop: no later iteration counts
+        else:  # out of the span loop: no later iteration counts, this one's partial results do
+            self.store_partials()
             self.stop_invocation(BREAK)
 
     def stmt_Return(self, s: ir.Return) -> None:
+        """The value is computed (its errors are the function's) and, in the
+        finish kernel, written to the result buffer."""
+        if s.value is not None:
+            value = self.expr(s.value)
+            if self.finish:
+                for k, word in enumerate(self.to_words(value, s.value.width)):
+                    self.f.effect("OpStore", self.word_pointer(self.result_var, self.m.constant(self.uint, k)), word)
         self.terminate("OpReturn")
 
     def stmt_Assert(self, s: ir.Assert) -> None:

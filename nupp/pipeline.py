@@ -309,7 +309,7 @@ class DeviceFunctions:
             bound[symbol] = (kernel, len(errors))
             errors += kernel.errors
             devices[name] = (self.runner.execution_name, functions[name][0])  # the C function: a call the device cannot take
-            functions[name] = (symbol, None)
+            functions[name] = (symbol, functions[name][1])  # the C function's result type
         return (replace(native, errors=tuple(errors), functions=functions, devices=devices),
                 DeviceBinding(self.runner, bound))
 

@@ -349,7 +349,9 @@ def cmd_emit(args) -> int:
 
 def render_device_report(device) -> str:
     """One line per function: whether `--mode spirv` runs it on the device, and if not, why."""
-    lines = [f"{device.path}: {name}: runs on the device (--mode spirv)\n" for name in device.kernels]
+    lines = [f"{device.path}: {name}: runs on the device (--mode spirv)"
+             + (", with a finish kernel for what follows its loop" if kernel.finish is not None else "") + "\n"
+             for name, kernel in device.kernels.items()]
     lines += [f"{device.path}: {name}: runs as lane C under --mode spirv: {why}\n" for name, why in device.refused.items()]
     return "".join(lines)
 
@@ -365,22 +367,25 @@ def disassemble_kernels(device) -> str:
                                    "with --spirv-out")
     parts = []
     for name, kernel in device.kernels.items():
-        text = subprocess.run([spirv_dis, "-", "-o", "-"], input=kernel.spirv, capture_output=True, check=True).stdout
-        parts.append(f"; function {name}\n" + text.decode("utf-8"))
+        for role, binary in kernel.modules():
+            text = subprocess.run([spirv_dis, "-", "-o", "-"], input=binary, capture_output=True, check=True).stdout
+            parts.append(f"; function {name}{': finish kernel' if role == 'finish' else ''}\n" + text.decode("utf-8"))
     return "".join(parts)
 
 
 def write_kernels(device, out: Path) -> list[str]:
-    """Write each kernel's binary (OUT, or OUT's stem + .NAME.spv for several); what was written."""
+    """Write each kernel's binary (OUT, or OUT's stem + .NAME.spv for several, .NAME.finish.spv
+    for a finish kernel); what was written."""
     if not device.kernels:
         raise _UsageError(f"{device.path} has no function a device runs: "
                           + "; ".join(f"{name}: {why}" for name, why in device.refused.items()))
-    single = len(device.kernels) == 1
+    binaries = [(name, role, binary) for name, kernel in device.kernels.items() for role, binary in kernel.modules()]
     written = []
-    for name, kernel in device.kernels.items():
-        target = out if single else out.with_name(f"{out.stem}.{name}{out.suffix or '.spv'}")
+    for name, role, binary in binaries:
+        label = name if role == "main" else f"{name}.{role}"
+        target = out if len(binaries) == 1 else out.with_name(f"{out.stem}.{label}{out.suffix or '.spv'}")
         try:
-            target.write_bytes(kernel.spirv)
+            target.write_bytes(binary)
         except OSError as err:
             raise NuppEnvironmentError(f"cannot write {target}: {err.strerror or err}") from None
         written.append(f"nupp emit: wrote {target} ({name}, {len(kernel.spirv)} bytes)")

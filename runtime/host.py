@@ -192,7 +192,7 @@ class Host:
         (-1, why) when the device failed."""
         kernel, offset, runner = self._device_kernels[symbol]
         try:
-            status = call_kernel(kernel, runner, _device_arguments(kernel, list(abi_args)))
+            status = call_kernel(kernel, runner, *_device_arguments(kernel, list(abi_args)))
         except DeviceUnavailable:
             return RUN_ON_HOST  # this call is beyond the device (a span past its buffer limit): the C runs it
         except Exception as err:  # noqa: BLE001 - becomes the call's Lua error, with its text
@@ -259,9 +259,10 @@ class Host:
             return None, f"\n\t{path}: nupp could not compile this module"
 
 
-def _device_arguments(kernel, abi_args: list) -> dict:
+def _device_arguments(kernel, abi_args: list) -> tuple[dict, memoryview | None]:
     """A device kernel's arguments from its C function's (spans as address and
-    length, a 64-bit integer as its digits, -0 as "-0": native.lua)."""
+    length, a 64-bit integer as its digits, -0 as "-0": native.lua), and the
+    memory its result goes to (the C function's last argument, a pointer)."""
     arguments = {}
     strides = {span.name: span.stride for span in kernel.spans}
     for p in kernel.params:
@@ -273,7 +274,10 @@ def _device_arguments(kernel, abi_args: list) -> dict:
         else:
             value = abi_args.pop(0)
             arguments[p.name] = float(value) if p.type.is_float else value if p.type.bits == 1 else int(value)
-    return arguments
+    if kernel.result is None:
+        return arguments, None
+    size = max(1, kernel.result.bits // 8)  # the C type's bytes (_Bool: one)
+    return arguments, memoryview((ctypes.c_char * size).from_address(int(abi_args.pop(0)))).cast("B")
 
 
 def _run_error(failure) -> LuaRunError:

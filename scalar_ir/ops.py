@@ -96,6 +96,12 @@ def _identity(base: str, width: Width) -> int | float:
     return high if base == "min" else low
 
 
+def combining_op(op: str) -> str:
+    """The op that combines two partial results of a reduction by `op`: the op
+    itself, but sub's partials are sums of negated terms, so they add."""
+    return op.replace("sub.", "add.", 1)
+
+
 INTEGER_DIVISION_BY_ZERO = "integer division by zero"
 
 # ---- integer arithmetic: wrapping modulo 2^N, floor division ------------------

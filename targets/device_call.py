@@ -9,8 +9,13 @@ did, only the elements up to the lowest failing iteration's (each store of
 iteration i goes to element i, so those hold exactly what the scalar loop
 leaves, the failing iteration's own stores before its error included), and
 none when the statements before the loop failed.  A break out of the loop
-keeps the elements up to the breaking iteration's, as an error would.  The result is the status
-the C ABI returns: 0, or k for the error text `kernel.errors[k - 1]`.
+keeps the elements up to the breaking iteration's, as an error would.
+
+A kernel with statements after its loop then runs its finish kernel on the
+partial results of the iterations that counted (all, or up to the lowest
+that broke), which writes the function's result.  The answer is the status
+the C ABI returns: 0, or k for the error text `kernel.errors[k - 1]`; the
+result, if any, goes into `result` (the bytes of the C result's type).
 """
 
 from __future__ import annotations
@@ -34,15 +39,17 @@ class SpanArgument:
     length: int
 
 
-def call_kernel(kernel: DeviceKernel, runner: Runner, arguments: dict) -> int:
+def call_kernel(kernel: DeviceKernel, runner: Runner, arguments: dict,
+                result: memoryview | None = None) -> int:
     """Run `kernel` on `arguments` (parameter name -> scalar value or SpanArgument); its status."""
     values = {name: (a.length if isinstance(a, SpanArgument) else a) for name, a in arguments.items()}
     start = bound(kernel.start, values)
     count = max(0, bound(kernel.stop, values) - start + 1)
-    bindings = [Binding(ARGUMENTS, kernel.argument_words(start, count, values), writable=False),
-                Binding(STATUS, struct.pack("<I", NO_ERROR) * (1 + len(kernel.errors)), writable=True)]
+    bindings = _header(kernel, start, count, values)
     for span in kernel.spans:
         bindings.append(Binding(span.binding, _padded(arguments[span.name].memory), span.writable))
+    for partial in kernel.partials:
+        bindings.append(Binding(partial.binding, bytes(4 * partial.words * max(count, 1)), writable=True))
     results = runner.run(kernel.spirv, bindings, dispatch_groups(max(count, 1), kernel.workgroup_size),
                          kernel.needs)
     status, rank = _first_stop(results[STATUS])
@@ -52,7 +59,29 @@ def call_kernel(kernel: DeviceKernel, runner: Runner, arguments: dict) -> int:
     for span in kernel.spans:
         if span.writable:
             _copy_back(arguments[span.name].memory, results[span.binding], span.stride, kept_elements)
+    if status or kernel.finish is None:
+        return status
+    return _finish(kernel, runner, values, count if rank is None else rank, results, result)
+
+
+def _finish(kernel: DeviceKernel, runner: Runner, values: dict, counted: int, partials: dict,
+            result: memoryview | None) -> int:
+    """The finish kernel over the first `counted` partial results; its status."""
+    bindings = _header(kernel, 0, counted, values)
+    bindings += [Binding(p.binding, partials[p.binding], writable=False) for p in kernel.partials]
+    if kernel.result is not None:
+        bindings.append(Binding(kernel.result_binding, bytes(8), writable=True))
+    results = runner.run(kernel.finish, bindings, (1, 1, 1), kernel.needs)
+    status, _ = _first_stop(results[STATUS])
+    if status == 0 and result is not None:
+        result[:] = results[kernel.result_binding][:len(result)]
     return status
+
+
+def _header(kernel: DeviceKernel, start: int, count: int, values: dict) -> list[Binding]:
+    """The arguments and status buffers of a run over `count` iterations from `start`."""
+    return [Binding(ARGUMENTS, kernel.argument_words(start, count, values), writable=False),
+            Binding(STATUS, struct.pack("<I", NO_ERROR) * (1 + len(kernel.errors)), writable=True)]
 
 
 def bound(e, values: dict) -> int:

@@ -51,11 +51,13 @@ def device_module(text: str, path: str = "case.nupp"):
 
 
 def assert_kernels_valid(text: str, path: str) -> int:
-    """spirv-val accepts the kernel of every function the backend takes; how many there were."""
+    """spirv-val accepts the kernels of every function the backend takes; how many functions there were."""
     module = device_module(text, path)
     for name, kernel in module.kernels.items():
         try:
             spirv_val(kernel.spirv)
+            if kernel.finish is not None:
+                spirv_val(kernel.finish)
         except AssertionError as err:
             raise AssertionError(f"{path}: function {name}: {err}") from None
     return len(module.kernels)
@@ -117,8 +119,12 @@ def stage_spirv(text: str, folder: Path) -> str:
         if name in module.refused:
             parts.append(f"; function {name}: refused: {module.refused[name]}\n")
         else:
-            spirv_val(module.kernels[name].spirv)
-            parts.append(f"; function {name}\n" + disassembly(module.kernels[name].spirv, folder))
+            kernel = module.kernels[name]
+            spirv_val(kernel.spirv)
+            parts.append(f"; function {name}\n" + disassembly(kernel.spirv, folder))
+            if kernel.finish is not None:
+                spirv_val(kernel.finish)
+                parts.append(f"; function {name}: finish kernel\n" + disassembly(kernel.finish, folder))
     return "".join(parts)
 
 
@@ -154,15 +160,6 @@ local struct Cell
 end
 """
 REFUSED = {
-    "returns a value": ("""
-@aot
-local function f(exclusive out: span.WriteSpan<Cell>): int32
-    for i = 1, #out do
-        out[i].a = i
-    end
-    return 1
-end
-""", "it returns a value (the device runs span loops whose iterations return nothing)"),
     "a loop-carried local": ("""
 @aot
 local function f(exclusive out: span.WriteSpan<Cell>): nil
@@ -172,8 +169,8 @@ local function f(exclusive out: span.WriteSpan<Cell>): nil
         last = out[i].b
     end
 end
-""", "%last, declared outside the span loop at 10:5, is assigned in it (each iteration runs in its own "
-     "invocation: no value carries between them)"),
+""", "%last, declared outside the span loop at 10:5, is assigned in it and is not an exact reduction "
+     "(each iteration runs in its own invocation: no other value carries between them)"),
     "a span loop inside an if": ("""
 @aot
 local function f(exclusive out: span.WriteSpan<Cell>, go: boolean): nil
@@ -228,17 +225,18 @@ local function f(exclusive out: span.WriteSpan<Cell>): nil
     end
 end
 """, "it has 2 loops over spans, at 9:5, 12:5 (the device runs one)"),
-    "a statement after the span loop": ("""
+    "a sum that rounds": ("""
 @aot
-local function f(exclusive out: span.WriteSpan<Cell>, go: boolean): nil
+local function f(exclusive out: span.WriteSpan<Cell>): number
+    local total: number = 0
     for i = 1, #out do
         out[i].a = 1
+        total = total + out[i].b / 3
     end
-    if go then
-        return
-    end
+    return total
 end
-""", "a statement at 12:8 after the span loop (the device runs the loop last)"),
+""", "%total, declared outside the span loop at 10:5, is assigned in it and is not an exact reduction "
+     "(each iteration runs in its own invocation: no other value carries between them)"),
     "a step other than 1": ("""
 @aot
 local function f(exclusive out: span.WriteSpan<Cell>): nil

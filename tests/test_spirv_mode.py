@@ -125,14 +125,14 @@ def test_emit_spirv_disassembles_writes_and_reports(tmp_path):
     assert spirv_val_problem(out.read_bytes()) is None
     report = nupp("emit", "--report", str(source)).stdout
     assert "mix: runs on the device (--mode spirv)" in report
-    assert "add: runs as lane C under --mode spirv: it returns a value" in report
+    assert "add: runs as lane C under --mode spirv: it is marked @aot(vectorize = false)" in report
 
 
 def test_a_module_without_device_functions_writes_no_binary(tmp_path):
     path = tmp_path / "scalar.nupp"
     path.write_text("@aot\nlocal function add(a: int32, b: int32): int32\n    return a + b\nend\nreturn {add = add}\n")
     written = nupp("emit", "--spirv-out", str(tmp_path / "x.spv"), str(path))
-    assert written.returncode == 2 and "has no function a device runs: add: it returns a value" in written.stderr
+    assert written.returncode == 2 and "has no function a device runs: add: it has no loop over spans" in written.stderr
     assert not (tmp_path / "x.spv").exists()
 
 
@@ -229,3 +229,17 @@ def test_a_remainder_by_minus_one_divides_as_zero(runner_kind, tmp_path):
     device.k(a, inp)
     scalar.k(b, inp)
     assert np.isnan(a["d"][:2]).all() and (a["d"][2:] == b["d"][2:]).all() and (np.signbit(a["d"]) == np.signbit(b["d"]))[2:].all(), a
+
+
+def test_a_function_with_a_result_emits_and_reports_its_finish_kernel(tmp_path):
+    (tmp_path / "sums.nupp").write_text(
+        "local span = nupp.mem.span\nlocal struct C\n    a: int32\nend\n@aot\n"
+        "local function total(borrows cs: span.Span<C>): int32\n    local s: int32 = 0\n"
+        "    for i = 1, #cs do\n        s = s + cs[i].a\n    end\n    return s\nend\nreturn {C = C, total = total}\n")
+    report = nupp("emit", "--report", "sums.nupp", cwd=tmp_path).stdout
+    assert "sums.nupp: total: runs on the device (--mode spirv), with a finish kernel for what follows its loop" \
+        in report
+    written = nupp("emit", "--spirv-out", "k.spv", "sums.nupp", cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    for name in ("k.total.spv", "k.total.finish.spv"):
+        assert spirv_val_problem((tmp_path / name).read_bytes()) is None, name

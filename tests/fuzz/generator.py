@@ -802,10 +802,10 @@ class Writer:
         if aux:
             span_params.append(("aux", SpanArg(in_struct, False)))
         scalars = self.scalar_params(self.rng.randint(0, 4))
-        # now and then the shape a SPIR-V device runs (emit_spirv/admit.py): no result,
-        # nothing carried from one iteration to the next, one span loop
+        # now and then the shape a SPIR-V device runs (emit_spirv/admit.py): nothing
+        # carried from one iteration to the next but reductions, one span loop
         device = self.chance(0.3)
-        result = None if device else self.pick(NUMERIC + ("bool", None, None, None))
+        result = self.pick(NUMERIC + ("bool", None, None, None))
         self.begin_function([(n, w) for n, w, _ in scalars], result)
         self.spans = {n: s.struct for n, s in span_params}
         body: list = [Line("assert", 'assert(#out == #inp, "length mismatch")')]
@@ -813,7 +813,7 @@ class Writer:
             body.append(Line("assert", 'assert(#aux == #inp, "aux length mismatch")'))
         if self.chance(0.3):
             body.append(self.assert_line())
-        reductions = self.outer_locals(body, accumulate=not device)
+        reductions = self.outer_locals(body)
         body += self.block_here(self.rng.randint(0, 2), 2)
         carry = not device and self.chance(0.2)
         for _ in range(1 + (not device and self.chance(0.2))):
@@ -828,13 +828,12 @@ class Writer:
         return Program(self.ident, self.written() + [function], [s for _, s in span_params],
                        [w for _, w, _ in scalars], function.result)
 
-    def outer_locals(self, body: list, accumulate: bool = True) -> list[tuple[str, str, str]]:
-        """Locals before the span loop: read in it, or (`accumulate`) reductions (name, width,
-        op) accumulated in it."""
+    def outer_locals(self, body: list) -> list[tuple[str, str, str]]:
+        """Locals before the span loop: read in it, or reductions (name, width, op) accumulated in it."""
         reductions = []
         for _ in range(self.rng.randint(0, 2)):
             body += self.local()
-        if accumulate and self.chance(0.4):
+        if self.chance(0.4):
             width, op = self.pick((("i32", "+"), ("i32", "~"), ("u32", "*"), ("i64", "+"), ("u64", "|"),
                                    ("i32", "&"), ("f64", "max"), ("f64", "min"), ("u32", "-")))
             name = self.fresh("acc")
