@@ -10,6 +10,8 @@ its bits cannot depend on their order:
                 span's length), statements after it (a finish kernel of one
                 invocation runs them, with the result: they cannot touch a
                 span, which only a span loop indexes)
+    calls       each callee is a SPIR-V function of the module (the subset
+                passes no span to a call, so callees read numbers only)
     iterations  a local declared outside the loop is assigned in it only as
                 an exact reduction (scalar_ir/varying.py): each invocation
                 starts it at the op's identity and leaves its partial result,
@@ -70,11 +72,11 @@ def device_refusal(fn: ir.Function, module: ir.Module) -> Optional[str]:
 def _signature_refusal(fn: ir.Function) -> Optional[str]:
     if not fn.vectorize:
         return "it is marked @aot(vectorize = false)"
-    call = next((x for s in statements(fn.body) for e in own_exprs(s) for x in subexprs(e)
-                 if isinstance(x, ir.Call)), None)
-    if call is not None:
-        return f"it calls {call.func} at {call.loc} (the device runs no calls yet)"
     return None
+
+
+def calls_in(body) -> list[ir.Call]:
+    return [x for s in statements(body) for e in own_exprs(s) for x in subexprs(e) if isinstance(x, ir.Call)]
 
 
 def _shape_refusal(fn: ir.Function) -> Optional[str]:

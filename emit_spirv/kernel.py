@@ -36,6 +36,12 @@ reduction's value before the loop with its exact op, in order, then the
 statements after the loop, and writes the returned value's bits.  Its errors
 share the main kernel's status words, at rank 0.
 
+A call of another @aot function (of numbers only: admit.py) is a call of a
+SPIR-V function written from its IR on first use.  An error inside it records
+the invocation's rank (kept in a Private variable) and sets the Private flag
+`stopped`; each caller returns when it finds the flag set after a call, up to
+the entry point.
+
 A field is read and written as the words it occupies (a 64-bit field two
 words joined as a uint64; int8..int16 shifted out of, or masked into, its
 word), so the module needs neither 8- nor 16-bit types, and Float64 / Int64
@@ -51,7 +57,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from nupp.emit_spirv.admit import kernel_reductions, split_kernel
+from nupp.emit_spirv.admit import calls_in, kernel_reductions, split_kernel
 from nupp.emit_spirv.fields import load_field, store_field
 from nupp.emit_spirv.grammar import GLSL_STD_450
 from nupp.emit_spirv.module import Module, enumerant, instruction
@@ -190,6 +196,10 @@ class KernelWriter:
         self.open = False
         self.variables: list[int] = []  # words of the entry function's OpVariables
         self.rank = None
+        self.calls = bool(calls_in(fn.body))  # callees need the rank and the stopped flag as Private variables
+        self.callees: dict[str, int] = {}  # @aot function name -> its SPIR-V function
+        self.callee_result: Optional[Width] = None
+        self.in_callee = False
         self.g = None  # the main kernel's invocation index (its partial results' place)
         self.result_var = None
         self.uint = self.m.type_int(32, False)
@@ -358,9 +368,27 @@ class KernelWriter:
         loop ends after this iteration), and return."""
         word = self.word_pointer(self.status, self.m.constant(self.uint, status))
         scope, semantics = enumerant("Scope", "Device"), 0  # Relaxed
+        rank = self.op("OpLoad", U32, self.rank_var) if self.in_callee else self.rank
         self.typed("OpAtomicUMin", self.uint, word, self.m.constant(self.uint, scope),
-                   self.m.constant(self.uint, semantics), self.rank)
-        self.terminate("OpReturn")
+                   self.m.constant(self.uint, semantics), rank)
+        if self.in_callee:
+            self.f.effect("OpStore", self.stopped_var, self.m.constant_bool(True))
+        self.leave()
+
+    def leave(self) -> None:
+        """Return from the function being written: the entry point ends the
+        invocation; a callee returns (a zero if it has a result: its caller
+        finds `stopped` set and returns too)."""
+        if self.in_callee and self.callee_result is not None:
+            self.terminate("OpReturnValue", self.const(0, self.callee_result))
+        else:
+            self.terminate("OpReturn")
+
+    def set_rank(self, rank: int) -> None:
+        """The rank an error of what follows records (kept where callees read it)."""
+        self.rank = rank
+        if self.calls:
+            self.f.effect("OpStore", self.rank_var, rank)
 
     # ---- buffers ---------------------------------------------------------------------------
     def _declare_buffers(self) -> None:
@@ -447,6 +475,10 @@ class KernelWriter:
         ids = self._builtin("GlobalInvocationId"), self._builtin("NumWorkgroups")
         self.m.entry_point("GLCompute", self.f.id, "main", ids)
         self.m.execution_mode(self.f.id, "LocalSize", WORKGROUP_SIZE, 1, 1)
+        if self.calls:
+            self.rank_var = self.m.global_variable(self.m.type_pointer("Private", self.uint), "Private")
+            self.stopped_var = self.m.global_variable(self.m.type_pointer("Private", self.t(BOOL)), "Private")
+            self.f.effect("OpStore", self.stopped_var, self.m.constant_bool(False))
         g = self._invocation_index(*ids)
         count = self.load_word(self.arguments, self.m.constant(self.uint, 1))
         prologue, loop, epilogue = split_kernel(self.fn)
@@ -480,7 +512,7 @@ class KernelWriter:
     def _prologue(self, prologue) -> None:
         """The parameters and the statements before the loop, at rank 0, in the
         function's scope (the loop and what follows it read their locals)."""
-        self.rank = self.m.constant(self.uint, 0)
+        self.set_rank(self.m.constant(self.uint, 0))
         for p in self.fn.params:
             if isinstance(p.type, Width):  # a local, which the function may assign
                 self.declare(p.name, p.type, self.argument(p.name, p.type))
@@ -489,7 +521,7 @@ class KernelWriter:
 
     def _run(self, g: int, count: int, prologue, loop: ir.For) -> None:
         self._prologue(prologue)
-        self.rank = self.typed("OpIAdd", self.uint, g, self.m.constant(self.uint, 1))
+        self.set_rank(self.typed("OpIAdd", self.uint, g, self.m.constant(self.uint, 1)))
         self.g = g
 
         def iteration() -> None:
@@ -622,12 +654,21 @@ class KernelWriter:
     def stmt_Return(self, s: ir.Return) -> None:
         """The value is computed (its errors are the function's) and, in the
         finish kernel, written to the result buffer."""
+        if self.in_callee:
+            if s.value is None:
+                self.terminate("OpReturn")
+            else:
+                self.terminate("OpReturnValue", self.expr(s.value))
+            return
         if s.value is not None:
             value = self.expr(s.value)
             if self.finish:
                 for k, word in enumerate(self.to_words(value, s.value.width)):
                     self.f.effect("OpStore", self.word_pointer(self.result_var, self.m.constant(self.uint, k)), word)
         self.terminate("OpReturn")
+
+    def stmt_Eval(self, s: ir.Eval) -> None:
+        self.expr(s.expr)
 
     def stmt_Assert(self, s: ir.Assert) -> None:
         self.fail_unless(self.expr(s.cond), s.message, s.loc)
@@ -655,6 +696,41 @@ class KernelWriter:
 
     def expr_Load(self, e: ir.Load) -> int:
         return load_field(self, e)
+
+    def expr_Call(self, e: ir.Call) -> int:
+        """The callee's SPIR-V function; after it, return if it failed."""
+        args = [self.expr(a) for a in e.args]
+        result_type = self.m.type_void() if e.width is None else self.t(e.width)
+        value = self.typed("OpFunctionCall", result_type, self.callee(e.func), *args)
+        self.selection(self.op("OpLoad", BOOL, self.stopped_var), self.leave)
+        return value
+
+    def callee(self, name: str) -> int:
+        """The SPIR-V function of the @aot function `name`, written on first use."""
+        if name not in self.callees:
+            self.callees[name] = self._write_callee(self.ir_module.function(name))
+        return self.callees[name]
+
+    def _write_callee(self, fn: ir.Function) -> int:
+        """`fn` as a SPIR-V function: its parameters are locals, its errors set `stopped`."""
+        saved = (self.f, self.open, self.variables, self.scopes, self.loops, self.in_callee, self.callee_result)
+        result_type = self.m.type_void() if fn.result is None else self.t(fn.result)
+        self.f = self.m.function(result_type, self.m.type_function(result_type, *(self.t(p.type) for p in fn.params)))
+        values = [self.f.value("OpFunctionParameter", self.t(p.type)) for p in fn.params]
+        self.variables, self.scopes, self.loops = [], [{}], []
+        self.in_callee, self.callee_result = True, fn.result
+        self.label()
+        first_block_at = len(self.f.words)
+        for p, value in zip(fn.params, values):
+            self.declare(p.name, p.type, value)
+        self.write_statements(fn.body)
+        if self.open:
+            self.leave()
+        self.f.end()
+        self.f.words[first_block_at:first_block_at] = self.variables
+        written = self.f.id
+        self.f, self.open, self.variables, self.scopes, self.loops, self.in_callee, self.callee_result = saved
+        return written
 
     def expr_Op(self, e: ir.Op) -> int:
         info = OPS[e.op]

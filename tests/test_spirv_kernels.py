@@ -201,19 +201,6 @@ local function f(exclusive out: span.WriteSpan<Cell>): nil
     end
 end
 """, "a load of %out, which the loop writes, at %j, not the counter, at 11:13"),
-    "a call": ("""
-@aot
-local function twice(x: int32): int32
-    return x * 2
-end
-
-@aot
-local function f(exclusive out: span.WriteSpan<Cell>): nil
-    for i = 1, #out do
-        out[i].a = twice(out[i].b)
-    end
-end
-""", "it calls twice at 15:20 (the device runs no calls yet)"),
     "two span loops": ("""
 @aot
 local function f(exclusive out: span.WriteSpan<Cell>): nil

@@ -1,4 +1,4 @@
-"""Reductions and results on the device: every exact reduction op, bit for bit.
+"""Reductions, results and calls on the device: every exact reduction op, bit for bit.
 
 A function whose span loop accumulates into a local declared before it (an
 exact reduction, scalar_ir/varying.py) and that returns a value runs on the
@@ -18,6 +18,12 @@ at every length across the first workgroups (0..130), a longer span, each
 break position, edge values and generated rows (hypothesis).  A binary64 NaN
 compares as a NaN (LANGUAGE.md section 3); everything else to the bit.  The
 statements after the loop can fail too: that error is the call's.
+
+Calls of other @aot functions (of numbers) run as SPIR-V functions: a kernel
+calling helpers with loops, early returns, a result-less helper and an
+integer division by zero inside a helper (from the loop, from the statements
+before and after it) agrees with scalar C and the interpreter, spans and
+errors included.
 """
 
 from __future__ import annotations
@@ -268,3 +274,63 @@ def test_every_function_runs_on_the_device_with_a_finish_kernel(source):
     device = emit_module(compile_module(Source.from_file(str(source))), str(source))
     assert not device.refused, device.refused
     assert all(k.finish is not None and len(k.partials) == 1 for k in device.kernels.values())
+
+
+CALLS = """local span = nupp.mem.span
+local struct P
+    x: int32
+    y: number
+end
+@aot
+local function clampdiv(a: int32, b: int32): int32
+    if a > 100 then
+        return 100
+    end
+    local r: int32 = a // b
+    return r
+end
+@aot
+local function thrice(v: number): number
+    local t: number = 0
+    for k = 1, 3 do
+        t = t + v
+    end
+    return t
+end
+@aot
+local function check(a: int32): nil
+    local z: int32 = 10 // a
+end
+@aot
+local function f(exclusive ps: span.WriteSpan<P>, d: int32, e: int32): int32
+    local s: int32 = clampdiv(5, d + 1)
+    for i = 1, #ps do
+        ps[i].x = clampdiv(ps[i].x, d)
+        ps[i].y = thrice(ps[i].y)
+        check(ps[i].x + e)
+        s = s + ps[i].x
+    end
+    return s + clampdiv(s, e)
+end
+return {P = P, f = f}
+"""
+
+
+def test_calls_agree_with_scalar_c_and_the_interpreter(tmp_path_factory):
+    """d = 0 fails in the loop's first iteration (or never, on an empty span),
+    d = -1 in the prologue, e makes `check` fail at one element or the epilogue fail."""
+    path = tmp_path_factory.mktemp("spirv-calls") / "calls.nupp"
+    path.write_text(CALLS)
+    device = emit_module(compile_module(Source.from_file(str(path))), str(path))
+    assert set(device.kernels) == {"f"}, device.refused
+    for runner_kind in RUNNERS:
+        open_runner(runner_kind)
+        modules = {mode: load(str(path), mode=mode, spirv_runner=runner_kind) for mode in ("spirv", "scalar", "interp")}
+        for n in (0, 1, 2, 63, 64, 65, 130, 1000):
+            for d, e in ((1, 1), (3, -7), (0, 1), (-1, 1), (2, 0), (1, -60), (-4, 5)):
+                answers = {}
+                for mode, module in modules.items():
+                    ps = np.zeros(n, dtype=module.dtype("P"))
+                    ps["x"], ps["y"] = np.arange(n) * 3 - 20, np.arange(n) * 0.1
+                    answers[mode] = (outcome(module, "f", ps, d, e), ps.tobytes())
+                assert len(set(answers.values())) == 1, (runner_kind, n, d, e, {m: a[0] for m, a in answers.items()})
