@@ -173,6 +173,32 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
         return Compiled(with_deep_stack(write_lua)(front, module, native), native, tier, device)
 
 
+@dataclass(frozen=True)
+class TreeModule:
+    """A module compiled for an output tree (`nupp build`, runtime/project/): its
+    front end's tree, its verified IR, its library (None: interp, or no @aot
+    functions) and the Lua of each of the library's builds (None: the one Lua)."""
+
+    front: FrontEnd
+    module: ir.Module
+    library: Optional[Library]
+    lua: tuple  # of (TierBuild or None, Lua text)
+
+
+def compile_for_tree(source: Source, request: Request, library_name: str) -> TreeModule:
+    """compile_for_host without a host: the Lua binds every build of the library,
+    which it loads as `library_name` (the tree's path), so that the built
+    program picks a tier where it runs, not where it was built."""
+    with compiling():
+        front, module, library = with_deep_stack(_stages_before_lua)(source, request)
+        write = with_deep_stack(write_lua)
+        if library is None:
+            return TreeModule(front, module, None, ((None, write(front, module, None)),))
+        return TreeModule(front, module, library, tuple(
+            (build, write(front, module, replace(library.bind(build), library=library_name)))
+            for build in library.builds))
+
+
 def _stages_before_lua(source: Source, request: Request):
     front = lower(source)                            # parse, validate, check: once per module
     module = scalar_ir(front)                        # verified after lowering and after fold

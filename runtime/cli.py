@@ -1,7 +1,9 @@
 """The `nupp` command line.
 
-    nupp run FILE.nupp [--aot on|off] [--mode interp|scalar|lane|spirv] [--tier baseline|v2|v3|v4]
+    nupp run FILE.nupp|PROJECT_DIR [--aot on|off] [--mode interp|scalar|lane|spirv] [--tier baseline|v2|v3|v4]
                   [--gang 4|8|16] [--cc gcc|clang] [--spirv-runner vulkan|wgpu] [ARGS...]
+    nupp build [PROJECT_DIR] [--aot on|off] [--out DIR] [--target TRIPLE] [--cc gcc|clang]
+                                                  a project's relocatable output tree, bin/NAME its program
     nupp check FILE.nupp                          report diagnostics
     nupp emit --lua FILE.nupp                     print the ordinary translation
     nupp emit --ir [--after STAGE] [--gang G] FILE.nupp   the IR after a pipeline stage (lanes: lane IR)
@@ -44,6 +46,8 @@ from nupp.errors import Diagnostic, InternalError, NuppError, Source
 from nupp.paths import NuppEnvironmentError
 from nupp.pipeline import MODES, STAGES, check, compile_module, emit, translate
 from nupp.runtime.host import LUA_DIR, Host, LuaRunError, display_path
+from nupp.runtime.project.build import TARGETS, BuildOptions, build_project
+from nupp.runtime.project.config import ProjectError, load_project, run_target
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.scalar_ir.text import print_module
 from nupp.targets.device import RUNNERS
@@ -62,9 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a Nupp host script",
                          description="Run a Nupp host script; its folder is on the require path.")
-    run.add_argument("file", help="the .nupp script")
-    run.add_argument("--aot", choices=("on", "off"), default="on",
-                     help="run @aot functions as native code (on, the default) or as ordinary Nupp (off)")
+    run.add_argument("file", help="the .nupp script, or a project folder (its nupp.toml names the script)")
+    run.add_argument("--aot", choices=("on", "off"), default=None,
+                     help="run @aot functions as native code (on, the default; a project: its nupp.toml's) "
+                          "or as ordinary Nupp (off)")
     run.add_argument("--mode", choices=MODES, default=None,
                      help="how @aot functions run: interp (ordinary Nupp), scalar (compiled C), lane "
                           "(compiled C, span loops in SIMD gangs where the lane rewrite applies) or spirv "
@@ -81,6 +86,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("args", nargs=argparse.REMAINDER,
                      help="arguments passed to the script as `...` (nupp's own options may come "
                           "first; put script arguments after `--` if they look like options)")
+
+    build = sub.add_parser("build", help="build a project into a relocatable output tree",
+                           description="Build the project in PROJECT_DIR (nupp.toml) into an output tree: "
+                                       "bin/NAME runs the program without Python, from wherever the tree is copied.")
+    build.add_argument("project", nargs="?", default=".", metavar="PROJECT_DIR",
+                       help="the project folder (default: the current one)")
+    build.add_argument("--aot", choices=("on", "off"), default=None, help="default: nupp.toml's aot")
+    build.add_argument("--out", type=Path, default=None, help="the output tree (default: PROJECT_DIR/build)")
+    build.add_argument("--target", choices=tuple(TARGETS), default=None, help="the machine (default: this host)")
+    build.add_argument("--cc", default="gcc", help="the C compiler (gcc or clang)")
 
     check = sub.add_parser("check", help="check a module, reporting every diagnostic",
                            description="Parse and check a .nupp module, lower its @aot functions to "
@@ -186,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     except (_UsageError, TierError, NuppEnvironmentError) as err:
         print(f"nupp {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except ProjectError as err:  # nupp.toml, like the command line, is not the program
+        print(err, file=sys.stderr)
+        return EXIT_USAGE
     except NuppError as err:
         print(err, file=sys.stderr)
         return EXIT_ERROR
@@ -290,9 +308,11 @@ def _output_failed(command: str, err: OSError) -> int:
 
 def cmd_run(args) -> int:
     _take_run_options(args)
+    script, project_aot = run_target(args.file)
+    args.aot = args.aot or project_aot or "on"
     mode = _run_mode(args)
-    source = _read_source(args.file)
-    host = Host(search_path=[Path(args.file).resolve().parent], mode=mode, cc=args.cc,
+    source = _read_source(script)
+    host = Host(search_path=[Path(script).resolve().parent], mode=mode, cc=args.cc,
                 gang=int(args.gang) if args.gang else None, tier=args.tier, spirv_runner=args.spirv_runner)
     sys.stdout.flush()
     # As under luajit, writing to a reader that went away ends the program (exit 141).
@@ -315,6 +335,14 @@ def _words_before_script(args) -> list[str]:
     words = args.command_line[:len(args.command_line) - len(args.args)]
     del words[words.index(args.file, words.index("run") + 1)]
     return words
+
+
+def cmd_build(args) -> int:
+    project = load_project(Path(args.project))
+    out = args.out if args.out is not None else Path(args.project) / "build"
+    options = BuildOptions(args.aot or project.aot, out, args.target, args.cc)
+    build_project(project, options, lambda line: print(f"nupp build: {line}", file=sys.stderr, flush=True))
+    return EXIT_OK
 
 
 def cmd_check(args) -> int:
@@ -425,7 +453,7 @@ def cmd_crosscheck(args) -> int:
         raise _UsageError(str(err)) from None
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "emit": cmd_emit, "bench": cmd_bench, "crosscheck": cmd_crosscheck}
+COMMANDS = {"run": cmd_run, "build": cmd_build, "check": cmd_check, "emit": cmd_emit, "bench": cmd_bench, "crosscheck": cmd_crosscheck}
 
 # "path/file.nupp:12: message" as LuaJIT writes positions
 _LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)

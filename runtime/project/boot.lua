@@ -1,0 +1,107 @@
+-- The boot script of a Nupp program built by `nupp build` (runtime/project/):
+-- what runtime/host.py does for `nupp run`, without Python.  The launcher
+-- (bin/NAME, launcher.c) runs it with the output tree's root folder, the
+-- program's path as invoked and the program's arguments; it returns the exit
+-- status: 0, or 1 for an uncaught error of the program (reported as
+-- `FILE:LINE: message`, as `nupp run` reports it).  An error of its own (a
+-- damaged tree, a bad NUPP_CPU_TIER_MAX) the launcher reports, status 2.
+--
+-- It installs the runtime library (lib/nupp/runtime, as host.py's
+-- new_lua_runtime), puts the tree's modules (lib/nupp/tree.lua, written by
+-- the build) before LuaJIT's own path in `require`, loads native libraries
+-- from the tree, asks each tiered library which tier this CPU runs and loads
+-- the Lua binding that tier, and runs main as `luajit FILE ARGS` runs a script.
+local root, program = ...
+local args, nargs = { select(3, ...) }, select("#", ...) - 2
+
+local function at(path) return root .. "/" .. path end
+
+local function unhex(text) return (text:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)) end
+
+local function read(path)
+    local file, why = io.open(at(path), "rb")
+    if file == nil then error(why .. " (the built tree is damaged: build it again)", 0) end
+    local text = file:read("*a")
+    file:close()
+    return text
+end
+
+local function run_lua(path, ...)
+    return assert(loadstring(read(path), "@" .. at(path)))(...)
+end
+
+local tree = run_lua("lib/nupp/tree.lua")
+local internals = run_lua("lib/nupp/runtime/prelude.lua", at("lib/nupp/runtime"))
+local chunks, native = internals.chunks, internals.native
+
+-- Native libraries are named relative to the tree.
+local load_library = native.load
+function native.load(path, ...) return load_library(at(path), ...) end
+
+-- nupp.executions(f) of a bound function: the other executions of its module
+-- at the tier bound (the build compiled them into the tree), by the path of
+-- the library as native.load was given it.
+local executions = {}
+function native.more_executions(hex_path) return executions[unhex(hex_path)] or {} end
+
+-- The highest tier NUPP_CPU_TIER_MAX lets this CPU run (targets/tiers.py's choose_tier).
+local function tier_cap()
+    local cap = os.getenv("NUPP_CPU_TIER_MAX")
+    if cap == nil or cap == "" then return #tree.tiers - 1 end
+    for i, name in ipairs(tree.tiers) do
+        if name == cap then return i - 1 end
+    end
+    error("NUPP_CPU_TIER_MAX=" .. cap .. " names no tier (tiers: " .. table.concat(tree.tiers, ", ") .. ")", 0)
+end
+local cap = tier_cap()
+
+-- The Lua of a module file: its one translation, or the one binding the best
+-- tier built that this CPU runs (its library's dispatcher says which).
+local function lua_of(file)
+    if file.tiers == nil then return file.lua end
+    local runs = math.min(native.cpu_tier(at(file.library), file.cpu_tier.cdef, file.cpu_tier.symbol), cap)
+    local chosen
+    for i, name in ipairs(tree.tiers) do
+        if i - 1 <= runs and file.tiers[name] ~= nil then chosen = name end
+    end
+    executions[at(file.library)] = file.executions[chosen]
+    return file.tiers[chosen]
+end
+
+local function load_file(file)
+    return chunks.load(read(lua_of(file)), file.chunkname, file.translated)
+end
+
+-- Second in line, after package.preload, as host.py's searcher.  LuaJIT's own
+-- path stays after it, without the working directory's entries.
+table.insert(package.loaders, 2, function(name)
+    local file = tree.files[tree.modules[name] or false]
+    if file == nil then return "\n\tno module '" .. name .. "' in this build of " .. tree.name end
+    local chunk, err = load_file(file)
+    if not chunk then error(err, 0) end
+    return chunk
+end)
+local function without_working_directory(path)
+    local kept = {}
+    for entry in path:gmatch("[^;]+") do
+        if entry:sub(1, 2) ~= "./" then kept[#kept + 1] = entry end
+    end
+    return table.concat(kept, ";")
+end
+package.path, package.cpath = without_working_directory(package.path), without_working_directory(package.cpath)
+
+-- The program's error as `nupp run` words it: its position first, else "error: ".
+local function report(message)
+    if not message:match("^[^\n:]+:%d+: ") then message = "error: " .. message end
+    io.stderr:write(message, "\n")
+    return 1
+end
+
+arg = { [0] = program }
+for i = 1, nargs do arg[i] = args[i] end
+local chunk, err = load_file(tree.files[tree.main])
+if not chunk then return report(err) end
+local ok, failure = xpcall(chunk, chunks.failure, unpack(args, 1, nargs))
+chunks.flush()
+if ok then return 0 end
+return report(type(failure) == "table" and unhex(failure[1]) or tostring(failure))

@@ -1,0 +1,79 @@
+/* The launcher of @NAME@, a Nupp program built by `nupp build` (nupp @VERSION@,
+   runtime/project/launcher.c, stamped at build time).
+
+   It embeds LuaJIT and runs the boot script of the output tree it belongs to
+   (@BOOT@ under the tree's root), which installs the runtime library, finds the
+   program's modules and native libraries in the tree and runs it.  The root is
+   the folder above the one holding this executable (bin/@NAME@), found through
+   /proc/self/exe: the tree runs wherever it is copied, from any working
+   directory, without Python or an environment variable.
+
+   Exit status: the boot script's (0; 1 for an uncaught error of the program;
+   os.exit's own); 2 when the tree cannot be found or booted. */
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+static const char PROGRAM[] = "@NAME@";
+static const char BOOT[] = "@BOOT@";
+
+/* The tree's root: this executable's real path without its last two
+   components (bin/NAME); "" when the tree is the root folder itself. */
+static int tree_root(char root[PATH_MAX], const char *argv0)
+{
+    ssize_t n = readlink("/proc/self/exe", root, PATH_MAX - 1);
+    if (n >= 0)
+        root[n] = '\0';
+    else if (argv0 == NULL || strchr(argv0, '/') == NULL || realpath(argv0, root) == NULL)
+        return -1;  /* no /proc, and no path to follow */
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(root, '/');
+        if (slash == NULL)
+            return -1;
+        *slash = '\0';
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char root[PATH_MAX], boot[PATH_MAX + sizeof BOOT];
+    if (tree_root(root, argv[0]) != 0) {
+        fprintf(stderr, "%s: cannot find the folder it was installed in (/proc/self/exe: %s)\n",
+                PROGRAM, strerror(errno));
+        return 2;
+    }
+    snprintf(boot, sizeof boot, "%s/%s", root, BOOT);
+    lua_State *L = luaL_newstate();
+    if (L == NULL) {
+        fprintf(stderr, "%s: cannot create a LuaJIT state: out of memory\n", PROGRAM);
+        return 2;
+    }
+    luaL_openlibs(L);
+    luaL_checkstack(L, argc + 2, "too many arguments");
+    int status = luaL_loadfile(L, boot);
+    if (status == 0) {
+        lua_pushstring(L, root);
+        for (int i = 0; i < argc; i++)
+            lua_pushstring(L, argv[i]);
+        status = lua_pcall(L, argc + 1, 1, 0);
+    }
+    if (status != 0) {
+        const char *why = lua_tostring(L, -1);
+        fprintf(stderr, "%s: cannot run the program's tree at %s: %s\n", PROGRAM, root[0] ? root : "/",
+                why != NULL ? why : "(error object is not a string)");
+        lua_close(L);
+        return 2;
+    }
+    status = (int)lua_tointeger(L, -1);
+    lua_close(L);
+    return status;
+}
