@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup showcase test test-all fuzz clean
+.PHONY: setup showcase test test-all fuzz docs clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,11 @@ MINUTES ?= 3
 JOBS ?= 1
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --minutes $(MINUTES) --jobs $(JOBS) $(FUZZ_ARGS)
+
+# The user documentation as HTML in site/ (docs/reference/ is rewritten from the code first).
+docs: $(STAMP)
+	$(BIN)/python docs/reference_pages.py
+	$(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,2 @@
+// Nupp is Lua with annotations: highlight ```nupp blocks as Lua.
+hljs.registerAliases(["nupp"], { languageName: "lua" });
