@@ -5,7 +5,9 @@ wrote: statement kinds, literals, operators, calls, qualifiers, type names,
 the shapes the outside fuzzer found), lowers it to scalar IR (every op,
 read with scalar_ir's walkers; loads and stores by field type) and runs the
 lane rewrite at gang 16 (which span loops run in gangs, masked control,
-reductions, uniform locals under a mask).  `CONSTRUCTS` lists every name it
+reductions, uniform locals under a mask) and asks the SPIR-V backend which
+functions a device runs (with reductions, a finish kernel, calls, a break).
+`CONSTRUCTS` lists every name it
 can report; the fuzz run prints how many programs used each, and
 tests/test_fuzz.py demands that a modest sample of the generator uses them
 all, so a new op (ops.OPS) or a construct the generator does not write
@@ -18,6 +20,7 @@ from collections import Counter
 from dataclasses import fields, is_dataclass
 
 from nupp.frontend import ast
+from nupp.emit_spirv.admit import calls_in, device_refusal, kernel_reductions, split_kernel
 from nupp.errors import Source
 from nupp.frontend.parser import parse
 from nupp.lane_rewrite.rewrite import lane_decisions
@@ -63,8 +66,10 @@ SHAPES = (
     "uniform local in a masked gang body", "reduction", "break out of a span loop", "two span loops",
     "register pressure (8+ loads in one expression)",
 )
+DEVICE = ("device kernel", "device kernel with a finish kernel", "device reduction", "device call",
+          "device break out of the span loop")
 OP_CONSTRUCTS = tuple(f"op {name}" for name in OPS)
-CONSTRUCTS = STATEMENTS + EXPRESSIONS + DECLARATIONS + SHAPES + OP_CONSTRUCTS
+CONSTRUCTS = STATEMENTS + EXPRESSIONS + DECLARATIONS + SHAPES + DEVICE + OP_CONSTRUCTS
 
 
 def measure(text: str, path: str = "measured.nupp") -> set[str]:
@@ -77,7 +82,9 @@ def measure(text: str, path: str = "measured.nupp") -> set[str]:
         return found   # what its syntax shows
     found |= _ops(lowered) | _memory(lowered) | _ir_shapes(lowered)
     try:
-        found |= _lanes(compile_module(source))
+        compiled = compile_module(source)
+        found |= _device(compiled)
+        found |= _lanes(compiled)
     except Exception:  # noqa: BLE001 - a compiler bug: the lane executions report it, with its program
         pass
     unknown = found - set(CONSTRUCTS)
@@ -337,6 +344,20 @@ def _lanes(module: ir.Module) -> set[str]:
     for fn in lanes_at(module, 16).functions:
         for gang in (s for s in statements(fn.body) if isinstance(s, ir.Gang)):
             found |= _gang_shapes(gang)
+    return found
+
+
+def _device(module: ir.Module) -> set[str]:
+    found = set()
+    for fn in module.functions:
+        if device_refusal(fn, module) is not None:
+            continue
+        _, loop, epilogue = split_kernel(fn)
+        found.add("device kernel")
+        found |= {"device kernel with a finish kernel"} if epilogue else set()
+        found |= {"device reduction"} if kernel_reductions(fn) else set()
+        found |= {"device call"} if calls_in(fn.body) else set()
+        found |= {"device break out of the span loop"} if breaks_leaving(loop.body) else set()
     return found
 
 
