@@ -311,3 +311,15 @@ def test_every_bench_host_script_built_prints_what_nupp_run_prints(kernel, tmp_p
     assert expected.returncode == got.returncode == 0, expected.stderr + got.stderr
     assert _THROUGHPUT.sub(r" N\1", got.stdout) == _THROUGHPUT.sub(r" N\1", expected.stdout)
     assert "agrees" in got.stdout and " no\n" not in got.stdout
+
+
+def test_main_is_nupp_whatever_its_name_and_a_required_lua_module_runs_as_lua(tmp_path):
+    """As under nupp run: the script is translated even as app.lua, a required .lua module is not."""
+    require_luajit_library()
+    (tmp_path / "nupp.toml").write_text('[project]\nname = "app"\nmain = "app.lua"\n')
+    (tmp_path / "app.lua").write_text('local helper = require("helper")\nlocal x: number = 41\n'
+                                      'print(helper.twice(x + 1), 7 // 2)\n')
+    (tmp_path / "helper.lua").write_text("return { twice = function(x) return 2 * x end }\n")
+    expected = nupp("run", ".", cwd=tmp_path)
+    assert outcome(expected) == (0, "84\t3\n"), expected.stderr
+    assert outcome(run(built(tmp_path, tmp_path / "build") / "bin" / "app")) == outcome(expected)

@@ -300,7 +300,7 @@ class _FileBuilder:
             return Built(key, old["imports"], [self.tree.adopt(f) for f in old["files"]], old["entry"], reused=True)
         source = Source(rel, data.decode("utf-8", "surrogateescape"))
         mark = len(self.tree.written)
-        if rel.endswith(".lua"):
+        if rel.endswith(".lua") and rel != self.project.main.as_posix():  # nupp run translates any main
             imports, entry = self.plain_lua(source, data)
         else:
             self.say(f"compiling {rel}")
