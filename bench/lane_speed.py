@@ -76,9 +76,9 @@ def run_benchmark(size: int = 1_000_000, repeats: int = 5, kernels=BENCH_KERNELS
         for tier in TIERS[:best + 1]:
             for gang in GANGS:
                 runs[f"lane{gang}-{tier.name}"] = nupp.load(path, mode="lane", cc=cc, gang=gang, tier=tier.name)
-        for kind in _device_runners():
+        for kind, device_runner in _device_runners().items():
             device = nupp.load(path, mode="spirv", cc=cc, spirv_runner=kind)
-            runs[f"spirv-{_runner_of(kind).device_name} ({kind})"] = device
+            runs[f"spirv-{device_runner.device_name} ({kind})"] = device
         args = build(runs["scalar C"])
         calls = {label: partial(call, m, args) for label, m in runs.items()}
         calls.update({label: partial(hand, ffi, lib, args) for label, (ffi, lib) in hands.items()})
@@ -87,22 +87,16 @@ def run_benchmark(size: int = 1_000_000, repeats: int = 5, kernels=BENCH_KERNELS
     _print_load_times()
 
 
-def _device_runners() -> list[str]:
-    from nupp.targets.device import RUNNERS, DeviceUnavailable
-    opened = []
-    for kind in RUNNERS:
-        try:
-            _runner_of(kind)
-        except DeviceUnavailable as err:
-            print(f"(no spirv through {kind}: {err})")
-            continue
-        opened.append(kind)
+def _device_runners() -> dict:
+    """The runners that open a device here, by kind; a line for each that does not."""
+    from nupp.targets.device import Runner, open_runners
+    opened = {}
+    for kind, device_runner in open_runners().items():
+        if isinstance(device_runner, Runner):
+            opened[kind] = device_runner
+        else:
+            print(f"(no spirv through {kind}: {device_runner})")
     return opened
-
-
-def _runner_of(kind: str):
-    from nupp.targets.device import runner
-    return runner(kind)
 
 
 def _median_rounds(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:

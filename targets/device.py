@@ -114,6 +114,17 @@ def runner(kind: str = "wgpu") -> Runner:
     return opened
 
 
+def open_runners() -> dict[str, Runner | DeviceUnavailable]:
+    """Every runner kind: its runner, or why it does not open here."""
+    opened: dict[str, Runner | DeviceUnavailable] = {}
+    for kind in RUNNERS:
+        try:
+            opened[kind] = runner(kind)
+        except DeviceUnavailable as unavailable:
+            opened[kind] = unavailable
+    return opened
+
+
 def device_name_of(adapter_name: str) -> str:
     """"lavapipe" for Mesa's CPU driver (its device calls itself llvmpipe), else
     the name lower-cased with each run of other characters than letters and digits as "-"."""

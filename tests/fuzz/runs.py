@@ -86,15 +86,8 @@ def all_executions(compilers: tuple[str, ...] = COMPILERS, tiers: Optional[tuple
 
 def device_runners() -> tuple[str, ...]:
     """The SPIR-V runners that open a device here (none without a Vulkan driver)."""
-    from nupp.targets.device import RUNNERS, DeviceUnavailable, runner
-    opened = []
-    for kind in RUNNERS:
-        try:
-            runner(kind)
-        except DeviceUnavailable:
-            continue
-        opened.append(kind)
-    return tuple(opened)
+    from nupp.targets.device import Runner, open_runners
+    return tuple(kind for kind, opened in open_runners().items() if isinstance(opened, Runner))
 
 
 def executions_matching(patterns: list[str]) -> list[Execution]:
