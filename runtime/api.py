@@ -69,8 +69,12 @@ class NuppModule:
         lua = self._host.lua
         source = Source.from_file(display_path(path))
         compiled = self._host.compile(source)
-        # how the @aot functions run: "interp", "scalar" or lane<gang>-<tier> (nupp.executions' name)
-        self.execution = compiled.native.mode if compiled.native is not None else "interp"
+        # how the @aot functions run: "interp", "scalar" or lane<gang>-<tier> (nupp.executions' name);
+        # in spirv mode a function the device runs says so in `executions` (spirv-<device>)
+        native = compiled.native
+        self.execution = native.mode if native is not None else "interp"
+        self.executions = {name: native.devices[name][0] if name in native.devices else self.execution
+                           for name in native.functions} if native is not None else {}
         exports = _exports_of(self._host, source, compiled)
         internals = self._host.internals
         self._call = lua.eval(_CALL)

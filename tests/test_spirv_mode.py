@@ -243,3 +243,11 @@ def test_a_function_with_a_result_emits_and_reports_its_finish_kernel(tmp_path):
     assert written.returncode == 0, written.stderr
     for name in ("k.total.spv", "k.total.finish.spv"):
         assert spirv_val_problem((tmp_path / name).read_bytes()) is None, name
+
+
+def test_the_python_api_names_each_functions_execution(runner_kind, tmp_path):
+    path = tmp_path / "breaks.nupp"
+    path.write_text(BREAKS)
+    module = load(path, mode="spirv", spirv_runner=runner_kind)
+    assert module.executions == {"f": "spirv-lavapipe"}
+    assert module.execution.startswith("lane")  # the library of the functions the device does not run
