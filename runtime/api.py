@@ -1,6 +1,6 @@
 """The Python API: Nupp kernels called from Python with NumPy arrays.
 
-    kernels = nupp.load("kernels.nupp")            # mode "lane" (the default), "scalar" or "interp"
+    kernels = nupp.load("kernels.nupp")            # mode "lane" (the default), "scalar", "interp" or "spirv"
     pixels = numpy.zeros(n, dtype=kernels.dtype("Pixel"))
     kernels.mandelbrot(out, pixels, 256)
 
@@ -59,7 +59,12 @@ RESULTS = {"number": float, "double": float, "float": float, "int32": int, "uint
 TWO_53, TWO_63, TWO_64 = 2 ** 53, 2 ** 63, 2 ** 64
 
 class NuppModule:
-    """A loaded .nupp module: its @aot functions as Python callables, its structs as dtypes."""
+    """A loaded .nupp module: its @aot functions as Python callables, its structs as dtypes.
+
+    `execution` names how its @aot functions run ("interp", "scalar" or
+    "lane<gang>-<tier>", as `nupp.executions` names them); `executions` maps
+    each @aot function to its own, which under mode "spirv" is the device's
+    ("spirv-lavapipe") for the functions a device runs."""
 
     def __init__(self, path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,
                  tier: str | None = None, spirv_runner: str = "vulkan"):
@@ -69,8 +74,6 @@ class NuppModule:
         lua = self._host.lua
         source = Source.from_file(display_path(path))
         compiled = self._host.compile(source)
-        # how the @aot functions run: "interp", "scalar" or lane<gang>-<tier> (nupp.executions' name);
-        # in spirv mode a function the device runs says so in `executions` (spirv-<device>)
         native = compiled.native
         self.execution = native.mode if native is not None else "interp"
         self.executions = {name: native.devices[name][0] if name in native.devices else self.execution

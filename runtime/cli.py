@@ -416,7 +416,7 @@ def write_kernels(device, out: Path) -> list[str]:
             target.write_bytes(binary)
         except OSError as err:
             raise NuppEnvironmentError(f"cannot write {target}: {err.strerror or err}") from None
-        written.append(f"nupp emit: wrote {target} ({name}, {len(kernel.spirv)} bytes)")
+        written.append(f"nupp emit: wrote {target} ({label}, {len(binary)} bytes)")
     return written
 
 
