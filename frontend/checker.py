@@ -26,7 +26,7 @@ from nupp.frontend.validate import validation_diagnostics
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, arith_op, compare_op
 from nupp.scalar_ir.walk import subexprs
-from nupp.scalar_ir.widths import (CONVERSIONS, FIELD_STORAGE, TYPE_WIDTHS, Width, conversion_name,
+from nupp.scalar_ir.widths import (CONVERSIONS, FIELD_STORAGE, TYPE_WIDTHS, FieldStorage, Width, conversion_name,
                                    holds_in_binary32, integer_fits)
 
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
@@ -377,17 +377,36 @@ class Checker:
             try:
                 return self.switch_initializer(s)
             except CheckError:
-                # declared all the same, so its uses do not cascade into more errors
-                self.fs.declare(s.names[0].name, Binding("local", self.fs.fresh(s.names[0].name), None))
+                self.declare_refused(s.names[0])
                 raise
         if len(s.values) != len(s.names):
             self.error(s, "each local of an @aot function needs exactly one initial value",
                        "write `local x: int32 = 0`; multiple values and nil locals are outside the subset")
+            for name in s.names:
+                self.declare_refused(name)
             return []
-        out = []
+        out, refused = [], False
         for name, value in zip(s.names, s.values):
-            out.extend(self.local_declaration(name, value))
+            try:
+                out.extend(self.local_declaration(name, value))
+            except CheckError:
+                self.declare_refused(name)
+                refused = True
+        if refused:
+            raise CheckError
         return out
+
+    def declare_refused(self, name: ast.Param) -> None:
+        """A local whose declaration was refused is declared all the same, of no
+        known width, so that its uses report nothing more (see refused_local)."""
+        self.fs.declare(name.name, Binding("local", self.fs.fresh(name.name), None))
+
+    def refused_local(self, node) -> bool:
+        """Whether `node` is, or is a path starting at, a local of no known width: one
+        whose declaration or initial value was refused, and reported."""
+        name = _root_name(node)
+        binding = self.fs.lookup(name) if name is not None else None
+        return binding is not None and binding.kind == "local" and binding.width is None
 
     def local_declaration(self, name: ast.Param, value) -> list:
         element = self.element_reference(value)
@@ -473,16 +492,24 @@ class Checker:
         if storage.store_width is not None:
             converted = self.assignment(expr, storage.store_width, value, what)
         else:
-            converted = self.settle(expr, I32 if isinstance(expr, Literal) else None)
-            if converted.width is not None and not converted.width.is_int:
-                self.error(value, f"cannot store {_a(converted.width)} in integer {what}",
-                           CONVERSION_HINTS.get(storage.load_width, "convert it explicitly"))
-                raise CheckError
-            if isinstance(expr, Literal) and not self.literal_fits(expr, I64 if storage.signed else U64):
-                raise CheckError
+            converted = self.integer_store(expr, storage, value, what)
         if isinstance(converted, Invalid):
             raise CheckError
         return [ir.Store(span.name, counter, target.name, converted, _loc(target))]
+
+    def integer_store(self, value, storage: FieldStorage, node, what: str):
+        """An integer field takes an integer of any width, reduced modulo 2^N of the
+        field (LANGUAGE.md section 4); an integer literal takes the width a load of
+        the field gives, and a fractional one is binary64 (section 2)."""
+        if isinstance(value, Literal) and value.is_integer:
+            return self.literal_const(value, storage.load_width)
+        width = F64 if isinstance(value, Literal) else value.width
+        if width is None or width.is_int:
+            return value
+        shown = self.literal_text(value) if isinstance(value, Literal) else _a(width)
+        wrap_width = (I64 if storage.signed else U64) if storage.bits == 64 else (I32 if storage.signed else U32)
+        return self.refuse(node, f"cannot store {shown} in integer {what}",
+                           CONVERSION_HINTS[wrap_width] if width.is_float else None)
 
     def stat_CallStat(self, s: ast.CallStat) -> list:
         call = s.call
@@ -712,8 +739,7 @@ class Checker:
 
     def switch_arm_value(self, arm: ast.SwitchArm):
         if arm.block is not None:
-            self.error(arm, "a block arm is outside the AOT subset", "each arm is one expression: `case 1 -> 10`")
-            raise CheckError
+            raise CheckError  # validate.py refuses a block arm in any switch expression
         if isinstance(arm.expr, ast.Switch):
             self.error(arm.expr, "a nested switch is outside the AOT subset")
             raise CheckError
@@ -795,12 +821,31 @@ class Checker:
         return self.refuse(e, "a span element is not a value", "read one of its fields: s[i].field")
 
     def expr_Field(self, e: ast.Field):
+        path = self.dotted_path(e)
+        if path and path[0] in ("nupp", "math"):
+            return self.library_value(e, path)
         span, counter = self.element_of(e.obj)
         struct = self.structs[span.type.struct]
         ftype = struct.field_type(e.name)
         if ftype is None:
             return self.refuse(e, f"struct {struct.name} has no field '{e.name}'")
         return ir.Load(span.name, counter, e.name, FIELD_STORAGE[ftype].load_width, _loc(e))
+
+    def library_value(self, e: ast.Field, path: tuple[str, ...]) -> Invalid:
+        """`nupp.math.f32.sqrt` or `nupp.math.f32` as a value: @aot code calls library
+        functions and resolves only module-level aliases (LANGUAGE.md section 6)."""
+        written = self.source_text(e)
+        if path not in MATH_CALLS:
+            return self.refuse(e, f"{written} is outside the AOT subset",
+                               "alias a library at module level, before the function (`local f32 = nupp.math.f32`), "
+                               "and call its functions: `f32.sqrt(x)`")
+        arguments = ", ".join("xyz"[:len(MATH_CALLS[path][1])])
+        hint = f"call it: `{written}({arguments})`"
+        if len(path) > 2:
+            library = ".".join(path[:-1])
+            hint += f"; for a shorter name, alias its library at module level: `local {path[-2]} = {library}`"
+        return self.refuse(e, f"the library function {written} can only be called in an @aot function, "
+                           "not used as a value", hint)
 
     def element_of(self, obj) -> tuple[ir.Param, str]:
         """The span and counter of `s[i]` or of an element reference `e`."""
@@ -810,12 +855,16 @@ class Checker:
                 return binding.span, binding.index
         if isinstance(obj, ast.Index):
             return self.span_index(obj)
+        if self.refused_local(obj):
+            raise CheckError
         self.error(obj, "only span elements (s[i].field) have fields in an @aot function")
         raise CheckError
 
     def span_index(self, e: ast.Index) -> tuple[ir.Param, str]:
         span = self.fs.lookup(e.obj.id) if isinstance(e.obj, ast.Name) else None
         if span is None or span.kind != "span":
+            if self.refused_local(e.obj):
+                raise CheckError
             self.error(e.obj, "only a span parameter can be indexed in an @aot function")
             raise CheckError
         counter = self.fs.lookup(e.key.id) if isinstance(e.key, ast.Name) else None
@@ -853,6 +902,10 @@ class Checker:
             return "..."
         return self.source.line_text(span.line)[span.col - 1:span.end_col - 1]
 
+    def literal_text(self, lit: Literal) -> str:
+        """A literal as written: `2.5`, `-1`."""
+        return self.source_text(lit.node)
+
     def expr_UnOp(self, e: ast.UnOp):
         if e.op == "#":
             return self.length(e)
@@ -875,6 +928,8 @@ class Checker:
 
     def length(self, e: ast.UnOp):
         binding = self.fs.lookup(e.operand.id) if isinstance(e.operand, ast.Name) else None
+        if self.refused_local(e.operand):
+            return Invalid(_loc(e))
         if binding is None or binding.kind != "span":
             return self.refuse(e, "`#` takes a span parameter in an @aot function")
         return ir.Len(binding.ir_name, _loc(e))
@@ -985,12 +1040,12 @@ class Checker:
         operand's own (int32 for 32-bit values)."""
         if isinstance(value, Literal):
             if not value.is_integer:
-                return self.refuse(node, f"the bitwise operand {_literal_text(value)} is not an integer")
+                return self.refuse(node, f"the bitwise operand {self.literal_text(value)} is not an integer")
             n = int(value.value)
             if width in (I64, U64):
                 return self.literal_const(value, width)
             if not -(1 << 31) <= n <= (1 << 32) - 1:
-                return self.refuse(node, f"the literal {_literal_text(value)} does not fit 32 bits")
+                return self.refuse(node, f"the literal {self.literal_text(value)} does not fit 32 bits")
             return ir.Const(((n + (1 << 31)) % (1 << 32)) - (1 << 31), I32, value.loc)
         if value.width is None:
             return Invalid(value.loc)
@@ -1036,6 +1091,8 @@ class Checker:
         call = self.call_by_name(e, path[0]) if len(path) == 1 else None
         if call is not None:
             return call
+        if self.refused_local(e.func):
+            return Invalid(_loc(e))
         root = _root_name(e.func)
         if root is not None and self.declared_locally(root):
             return self.refuse(e.func, f"'{root}' is {self.local_name(root)}, not a function or library",
@@ -1138,7 +1195,7 @@ class Checker:
             return ir.Const(int(lit.value), width, lit.loc)
         if width == F32:
             if not holds_in_binary32(float(lit.value)):
-                return self.refuse(node or lit.node, f"{_literal_text(lit)} is not exactly a binary32 value",
+                return self.refuse(node or lit.node, f"{self.literal_text(lit)} is not exactly a binary32 value",
                                    "narrow it: nupp.math.f32.narrow(x)")
             return ir.Const(float(lit.value), F32, lit.loc)
         if width == BOOL:
@@ -1147,12 +1204,13 @@ class Checker:
 
     def literal_fits(self, lit: Literal, width: Width) -> bool:
         if not lit.is_integer:
-            self.error(lit.node, f"{_literal_text(lit)} is not an integer, but {_a(width)} is expected",
+            self.error(lit.node, f"{self.literal_text(lit)} is not an integer, but {_a(width)} is expected",
                        CONVERSION_HINTS.get(width))
             return False
         if not integer_fits(int(lit.value), width):
             lo, hi = width.int_range
-            self.error(lit.node, f"the literal {_literal_text(lit)} does not fit {_width_name(width)} ({lo} to {hi})")
+            self.error(lit.node,
+                       f"the literal {self.literal_text(lit)} does not fit {_width_name(width)} ({lo} to {hi})")
             return False
         return True
 
@@ -1265,10 +1323,6 @@ def _a(width: Optional[Width]) -> str:
 
 def _width_name(width: Optional[Width]) -> str:
     return width.source_name if width is not None else "value"
-
-
-def _literal_text(lit: Literal) -> str:
-    return lit.node.raw if isinstance(lit.node, ast.Number) else repr(lit.value)
 
 
 def _integer_hint(src: Width, dst: Width) -> str | None:

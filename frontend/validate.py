@@ -196,7 +196,8 @@ class _Validator:
         for arm in node.arms + ((node.otherwise,) if node.otherwise else ()):
             if expression and arm.block is not None:
                 self.error(arm, "a switch expression's arm must be `-> expression`",
-                           "block arms (`case ... do ... end`) belong to a switch statement")
+                           "give the arm one value, as in `case 1 -> 10`; block arms (`case ... do ... end`) "
+                           "belong to a switch statement")
             for pattern in arm.patterns:
                 if pattern.kind == "type":
                     self._check_type_pattern(pattern)

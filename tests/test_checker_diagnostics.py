@@ -20,6 +20,8 @@ local struct P
     v: float
     n: int32
     u: uint32
+    w: int64
+    b: uint8
 end
 @aot
 local function g(q: int32): int32
@@ -140,3 +142,57 @@ def test_only_integer_numerals_take_an_integer_width():
     # `2` is an exact integer literal and takes b's width; `2.0` and `2e0` are binary64
     body = check("local u = 2 + b\nlocal v = 2.0 + b\nlocal t = 2e0 + b\nlocal s = 0xFF + b").functions[1].body
     assert [(s.name, s.width.value) for s in body] == [("u", "u32"), ("v", "f64"), ("t", "f64"), ("s", "u32")]
+
+
+# One mistake, one diagnostic, naming the construct and the fix: (body, body line, column, message, hint)
+ONE_DIAGNOSTIC = [
+    # a fractional literal stored to an integer field: not one diagnostic per width tried
+    ("for i = 1, #out do\n    out[i].w = 2.5\nend", 2, 16,
+     "cannot store 2.5 in integer field 'w' (int64) of P", "convert it with nupp.math.i64.wrap"),
+    ("for i = 1, #out do\n    out[i].n = 2.5\nend", 2, 16,
+     "cannot store 2.5 in integer field 'n' (int32) of P", "convert it with nupp.math.i32.wrap"),
+    ("for i = 1, #out do\n    out[i].b = -0.5\nend", 2, 16,
+     "cannot store -0.5 in integer field 'b' (uint8) of P", "convert it with nupp.math.u32.wrap"),
+    ("for i = 1, #out do\n    out[i].u = -1\nend", 2, 16,
+     "the literal -1 does not fit uint32 (0 to 4294967295)", None),
+    # a block arm in a switch expression: validate's diagnostic alone, saying what to write
+    ("local r: int32 = switch a do\n    case 1 do end\n    else -> 2\nend", 2, 5,
+     "a switch expression's arm must be `-> expression`",
+     "give the arm one value, as in `case 1 -> 10`; block arms (`case ... do ... end`) belong to a switch statement"),
+    # a library function as a value, and the local's uses after it
+    ("local sq = nupp.math.f32.sqrt\nlocal v = sq(y)", 1, 12,
+     "the library function nupp.math.f32.sqrt can only be called in an @aot function, not used as a value",
+     "call it: `nupp.math.f32.sqrt(x)`; for a shorter name, alias its library at module level: "
+     "`local f32 = nupp.math.f32`"),
+    ("local add = f32.add\nlocal v = add(y, y)", 1, 13,
+     "the library function f32.add can only be called in an @aot function, not used as a value",
+     "call it: `f32.add(x, y)`; for a shorter name, alias its library at module level: `local f32 = nupp.math.f32`"),
+    ("local lib = nupp.math.f32\nlocal v = lib.sqrt(y)", 1, 13, "nupp.math.f32 is outside the AOT subset",
+     "alias a library at module level, before the function (`local f32 = nupp.math.f32`), "
+     "and call its functions: `f32.sqrt(x)`"),
+    # a refused local's later uses report nothing more
+    ("local v: int32 = x\nlocal u = v + 1", 1, 18, "cannot assign a number to local 'v' (int32)",
+     "convert it with nupp.math.i32.wrap"),
+    ("local p, q = 1\nlocal v = p + q", 1, 1, "each local of an @aot function needs exactly one initial value",
+     "write `local x: int32 = 0`; multiple values and nil locals are outside the subset"),
+    ("local e = x.field\nlocal v = e.n + #e", 1, 11, "only span elements (s[i].field) have fields in an @aot function",
+     None),
+]
+
+
+@pytest.mark.parametrize("body, line, col, message, hint", ONE_DIAGNOSTIC, ids=[r[0][:40] for r in ONE_DIAGNOSTIC])
+def test_one_mistake_one_diagnostic(body, line, col, message, hint):
+    with pytest.raises(NuppError) as err:
+        check(body)
+    assert [(d.line - BODY_LINE + 1, d.col - 4, d.message, d.hint) for d in err.value.diagnostics] == [
+        (line, col, message, hint)]
+
+
+def test_literals_stored_to_integer_fields_take_the_fields_widths():
+    """An integer literal takes the width a load of the field gives (LANGUAGE.md sections 2
+    and 4): 3000000000 to an int64 field and 4000000000 to a uint32 one are admitted."""
+    body = check("for i = 1, #out do\n    out[i].w = 3000000000\n    out[i].u = 4000000000\n"
+                 "    out[i].b = 300\nend").functions[1].body
+    stores = [s for s in body[0].body]
+    assert [(s.field, s.value.value, s.value.width.value) for s in stores] == [
+        ("w", 3000000000, "i64"), ("u", 4000000000, "u32"), ("b", 300, "i32")]
