@@ -227,11 +227,11 @@ MANDELBROT = (
     [
         ("{}, span.new(Pixel, 2)", "bad argument #1 to 'mandelbrot' (span.WriteSpan<Escape> expected, got table)"),
         ("span.new(Pixel, 2), span.new(Pixel, 2)",
-         "bad argument #1 to 'mandelbrot' (span.WriteSpan<Escape> expected, got span.Span<Pixel>)"),
+         "bad argument #1 to 'mandelbrot' (span.WriteSpan<Escape> expected, got span.WriteSpan<Pixel>)"),
         ("span.readonly(span.new(Escape, 2)), span.new(Pixel, 2)",
          "bad argument #1 to 'mandelbrot' (span.WriteSpan<Escape> expected, got read-only span.Span<Escape>)"),
         ("span.new(Escape, 2), span.new(Escape, 2)",
-         "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, got span.Span<Escape>)"),
+         "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, got span.WriteSpan<Escape>)"),
         ("span.new(Escape, 2), nil", "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, got nil)"),
         ("span.new(Escape, 2), 3", "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, got 3)"),
         ("span.new(Escape, 2), span.new(Pixel, 2)[1]",
@@ -264,7 +264,7 @@ def test_same_named_struct_from_another_declaration(lua):
     """)
     assert message == (
         "bad argument #2 to 'mandelbrot' (span.Span<Pixel> expected, "
-        "got span.Span<Pixel> (another declaration of Pixel))"
+        "got span.WriteSpan<Pixel> (another declaration of Pixel))"
     )
 
 

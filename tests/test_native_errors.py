@@ -111,7 +111,7 @@ CASES = {
     "read-only span as WriteSpan": ("k(span.readonly(s), t, 1)",
                                     "bad argument #1 to 'k' (span.WriteSpan<S> expected, got read-only span.Span<S>)"),
     "span of the wrong struct": ("k(s, filled(Other, 6), 1)",
-                                 "bad argument #2 to 'k' (span.Span<S> expected, got span.Span<Other>)"),
+                                 "bad argument #2 to 'k' (span.Span<S> expected, got span.WriteSpan<Other>)"),
     "exclusive overlaps borrows": ("k(s:sub(1, 3), span.readonly(s):sub(3, 5), 1)",
                                    "bad argument #1 to 'k' (exclusive span overlaps argument #2)"),
     "exclusive is the borrows": ("k(s, s, 1)", "bad argument #1 to 'k' (exclusive span overlaps argument #2)"),

@@ -328,7 +328,7 @@ def test_from_table_stores_every_key_of_a_row_as_a_field(lua):
 @pytest.mark.parametrize("how", ["pairs", "ipairs"])
 def test_iterating_a_span_with_pairs_is_refused_naming_it(lua, how):
     message = raw_error(lua, f"local s = span.new(Escape, 2)\nfor k, v in {how}(s) do end")
-    assert message == (f"test:2: cannot iterate over span.Span<Escape> with {how}: "
+    assert message == (f"test:2: cannot iterate over span.WriteSpan<Escape> with {how}: "
                        "index it, for i = 1, #s do ... s[i] ... end")
 
 
@@ -412,7 +412,7 @@ def test_negative_zero_counts_make_empty_spans_of_length_zero(lua):
         local sub = span.new(Escape, 2):sub(1, -0.0)
         return tostring(s), 1 / #s, 1 / #at, 1 / #sub
     """)
-    assert text == "span.Span<Escape> (0 elements)"
+    assert text == "span.WriteSpan<Escape> (0 elements)"
     assert inverse == at_inverse == sub_inverse == float("inf")
 
 
@@ -422,11 +422,11 @@ INTERNAL_NAME = re.compile(r"struct \d|nupp_\d|ctype<|__n[a-z]+\d")
 
 
 @pytest.mark.parametrize("code, message", [
-    ("return s + 1", "attempt to perform arithmetic on span.Span<Escape>"),
+    ("return s + 1", "attempt to perform arithmetic on span.WriteSpan<Escape>"),
     ("return -r", "attempt to perform arithmetic on read-only span.Span<Escape>"),
-    ("return s .. 'x'", "attempt to concatenate span.Span<Escape>"),
-    ("return s < s", "attempt to compare span.Span<Escape>"),
-    ("local x = s() return x", "attempt to call span.Span<Escape>"),
+    ("return s .. 'x'", "attempt to concatenate span.WriteSpan<Escape>"),
+    ("return s < s", "attempt to compare span.WriteSpan<Escape>"),
+    ("local x = s() return x", "attempt to call span.WriteSpan<Escape>"),
     ("return s[1] * 2", "attempt to perform arithmetic on Escape element"),
     ("return 'x' .. r[1]", "attempt to concatenate read-only Escape element"),
     ("return s[1] <= s[2]", "attempt to compare Escape element"),

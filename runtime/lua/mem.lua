@@ -419,9 +419,11 @@ end
 -- Elements and spans: one kind per (struct, writability)
 -------------------------------------------------------------------------------
 -- kind = { struct = info, element = T, writable =, ctype = the span ctype,
---          element_mt =, type_text = "span.WriteSpan<T>", value_text =
---          "span.Span<T>" or "read-only span.Span<T>", element_text =
---          "T element" or "read-only T element", reference = function(e) }
+--          element_mt =, type_text = "span.WriteSpan<T>" or "span.Span<T>",
+--          value_text = "span.WriteSpan<T>" or "read-only span.Span<T>" (a
+--          value's exact type: a WriteSpan parameter takes only the first),
+--          element_text = "T element" or "read-only T element",
+--          reference = function(e) }
 local anchors = setmetatable({}, { __mode = "k" }) -- span cdata -> memory owner
 local span_kind_by_ctype_id = {} -- tonumber(span ctype) -> kind
 local element_kind_by_mt = {} -- element metatable -> kind
@@ -602,7 +604,7 @@ function define_kinds(info, getters, setters)
             struct = info, element = info.ctype, writable = writable,
             ctype = ffi.typeof("struct { const double length, address, bytes; }"),
             type_text = span_type_text(info, writable),
-            value_text = prefix .. span_type_text(info, false),
+            value_text = prefix .. span_type_text(info, writable),
             element_text = prefix .. info.name .. " element",
         }
         kind.reference = instance(element_reference, kind.ctype, info.pointer_ctype,
