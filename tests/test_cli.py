@@ -10,6 +10,8 @@ import pytest
 
 import nupp
 
+from .conftest import require_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,6 +47,49 @@ def test_run_time_error_is_a_diagnostic_at_the_nupp_line(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith("main.nupp:3:1: error: attempt to index local 't' (a nil value)")
     assert "| print(t.x)" in proc.stderr
+
+
+FAILING_AOT = """@aot
+local function inner(a: int32): int32
+    assert(a > 0, "a must be positive")
+    return a
+end
+
+@aot
+local function outer(a: int32): int32
+    local b = inner(a)
+    return b // 0
+end
+
+local function run(x)
+    local r = outer(x)
+    return r
+end
+
+print(run(tonumber((...))))
+"""
+
+
+@pytest.mark.parametrize("argument, frames", [
+    # the assert in inner, called from outer: compiled, inner is part of outer's native code
+    ("-1", {"interp": ["main.nupp:3: in function 'inner'", "main.nupp:9: in function 'outer'"],
+            "scalar": ["main.nupp:3: in native code of 'outer'"]}),
+    # outer's `return b // 0` tail-calls the interpreter's division, which takes its frame
+    ("1", {"interp": ["main.nupp:10: in function 'outer'"], "scalar": ["main.nupp:10: in native code of 'outer'"]}),
+    # refused by the boundary before outer runs: outer has no frame
+    ("1.5", {"interp": [], "scalar": []}),
+])
+def test_run_time_error_in_an_aot_function_lists_the_frames_the_program_has(tmp_path, argument, frames):
+    """The frames of an @aot function are named as the program names it, in ordinary
+    and in native execution, followed by the host script's calling frames."""
+    require_tool("gcc")
+    (tmp_path / "main.nupp").write_text(FAILING_AOT)
+    host_frames = ["main.nupp:14: in function 'run'", "main.nupp:18: in main chunk"]
+    for mode in ("interp", "scalar"):
+        proc = nupp_cmd("run", "--mode", mode, "main.nupp", argument, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        listed = proc.stderr.split("\nfrom:\n")[1].splitlines()
+        assert listed == ["  " + frame for frame in frames[mode] + host_frames], (mode, proc.stderr)
 
 
 def test_error_in_a_required_module_names_that_module(tmp_path):

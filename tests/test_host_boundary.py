@@ -213,6 +213,21 @@ def test_function_errors_pass_through(lua):
     assert message == "length mismatch"
 
 
+def test_the_called_function_is_named_as_the_program_names_it(lua):
+    """A traceback names the wrapped function's frame by the function's name, not
+    the wrapper's internal one; names the wrapper itself uses do not collide."""
+    frames = run(lua, """
+        local check = wrap(function(x) assert(x > 0, "negative") return x end, "check",
+                           {{name = "x", type = "int32"}}, "int32")
+        local ok, text = xpcall(check, debug.traceback, -1)
+        return text
+    """)
+    assert "test:2: in function 'check'" in frames, frames
+    for name in ("a1", "type", "callee", "fn", "floor", "slow1", "r"):
+        increment = f'wrap(function(x) return x + 1 end, "{name}", {{{{name = "x", type = "int32"}}}}, "int32")'
+        assert run(lua, f"return {increment}(41)") == 42, name
+
+
 # --- span arguments ----------------------------------------------------------
 
 MANDELBROT = (

@@ -340,7 +340,11 @@ local function wrapper_source(params, ret, where, opts, env)
     lines[#lines + 1] = "if select('#', ...) ~= 0 then too_many(...) end"
     for i, p in ipairs(params) do lines[#lines + 1] = argument_check(p, i, where, env) end
     for _, line in ipairs(overlap_checks(params)) do lines[#lines + 1] = line end
-    local call = format("fn(%s)", call_arguments(params, opts))
+    -- Called as a field named after the function, so that tracebacks and
+    -- debug.getinfo name its frame as the program does ('check', not an
+    -- internal local's name); a field, unlike a local of that name, cannot
+    -- collide with the wrapper's own names.
+    local call = format("callee[%q](%s)", where.name, call_arguments(params, opts))
     for _, line in ipairs(result_lines(ret, call, env)) do lines[#lines + 1] = line end
     lines[#lines + 1] = "end"
     return table.concat(lines, "\n")
@@ -368,13 +372,14 @@ local function load_wrapper(source, name, env)
 end
 
 -- boundary.wrap(fn, name, params, ret[, opts]) -> the checking wrapper.
--- boundary.signatures[wrapped] = {name=, params=, result=}: what a wrapped
--- function takes, for hosts that build arguments (the Python API).
+-- boundary.signatures[wrapped] = {name=, params=, result=, fn=}: what a
+-- wrapped function takes, for hosts that build arguments (the Python API), and
+-- what it calls, for tracebacks (chunks.lua).
 boundary.signatures = setmetatable({}, { __mode = "k" })
 
 function boundary.wrap(fn, name, params, ret, opts)
     local wrapped = boundary.wrap_unregistered(fn, name, params, ret, opts)
-    boundary.signatures[wrapped] = { name = name, params = params, result = ret }
+    boundary.signatures[wrapped] = { name = name, params = params, result = ret, fn = fn }
     return wrapped
 end
 
@@ -386,7 +391,7 @@ function boundary.wrap_unregistered(fn, name, params, ret, opts)
     for i, p in ipairs(params) do normalized[i] = normalize_param(name, i, p) end
     check_ret(name, ret)
     local where = { name = name }
-    local env = { fn = fn, WHERE = where }
+    local env = { callee = { [name] = fn }, WHERE = where }
     for k, v in pairs(HELPERS) do env[k] = v end
     env.too_many = function(extra)
         error(bad_argument(where, #normalized + 1, format(ERR.no_value, describe(extra))), CALLER_LEVEL)

@@ -17,15 +17,18 @@
 --   under luajit and error levels count as there).  Returns {message,
 --   traceback}: the message in lua.c's words, the traceback from the failing
 --   function down, both as hex (lupa would decode them as UTF-8 and fail on
---   other bytes).
+--   other bytes).  The traceback is LuaJIT's, but for the frame of an @aot
+--   function that does not show where it failed (see aot_frame).
 -- chunks.flush(): flushes standard output, whatever the program did to `io`.
 local internals = ...
 
 local G = _G
 local loadstring, setfenv, getmetatable, pairs = loadstring, setfenv, debug.getmetatable, pairs
-local tostring, type, traceback = tostring, type, debug.traceback
-local byte, format = string.byte, string.format
+local tostring, type, traceback, getinfo = tostring, type, debug.traceback, debug.getinfo
+local byte, format, match, gmatch, sub = string.byte, string.format, string.match, string.gmatch, string.sub
+local concat = table.concat
 local stdout, io_type = io.stdout, io.type
+local signatures = internals.boundary.signatures
 
 local chunks = {}
 
@@ -60,8 +63,50 @@ local function hex(text)
     return (text:gsub(".", function(c) return format("%02x", byte(c)) end))
 end
 
+-- The traceback line of the frame at `level` of the caller's stack where an @aot
+-- function's boundary called the function (as the field callee[name]: the
+-- boundary's own helpers it calls by their names) and the frame does not show
+-- the function's own line; nil for any other frame.  Such a frame is native
+-- code, which has no Lua frame of its own (the frame is the call into the
+-- library, which includes the @aot functions it calls), or a runtime helper
+-- that the interpreted function tail-called (`return a // b`) in its place.
+-- Either reads at `position`, where the error message says it failed.
+local function aot_frame(level, position)
+    local caller = getinfo(level + 2, "f")
+    local signature = caller and signatures[caller.func]
+    if signature == nil then return nil end
+    local frame = getinfo(level + 1, "Snf")
+    if frame.namewhat ~= "field" or frame.name ~= signature.name then return nil end
+    local from_file = sub(frame.source, 1, 1) == "@"
+    if (frame.func == signature.fn and from_file) or signatures[frame.func] then
+        return nil -- the interpreted function itself, or another @aot function's boundary
+    end
+    if from_file then return format("\t%s: in function '%s'", position, signature.name) end
+    return format("\t%s: in native code of '%s'", position, signature.name)
+end
+
+-- The traceback from the failing function down (level 3 here: 1 is this
+-- function, 2 chunks.failure), with aot_frame's lines.  A frame line stands
+-- for one level until LuaJIT leaves levels out ("\t...").
+local function program_traceback(message)
+    local text = traceback("", 3)
+    local position = match(message, "^(.-:%d+): ")
+    if position == nil then return text end
+    local lines, level, skipped = {}, 2, false
+    for line in gmatch(text .. "\n", "(.-)\n") do
+        skipped = skipped or line == "\t..."
+        if sub(line, 1, 1) == "\t" and not skipped then
+            level = level + 1
+            line = aot_frame(level, position) or line
+        end
+        lines[#lines + 1] = line
+    end
+    return concat(lines, "\n")
+end
+
 function chunks.failure(e)
-    return { hex(error_text(e)), hex(traceback("", 2)) }
+    local message = error_text(e)
+    return { hex(message), hex(program_traceback(message)) }
 end
 
 function chunks.flush()
