@@ -19,12 +19,14 @@ $(STAMP): pyproject.toml
 showcase: $(STAMP)
 	$(BIN)/nupp run bench/kernel-subset-spike/mandelbrot_main.nupp
 
-# Quick subset locally; everything (slow tests included) under CI=true.
+# Quick subset locally; everything (slow tests included) under CI=true.  One pytest
+# worker per core (pytest-xdist): the tests are single-threaded compiles and runs.
+XDIST ?= -n auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -q --runslow $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --runslow $(XDIST) $(PYTEST_ARGS)
 
 # Generated programs in every execution, compared bit for bit, for MINUTES minutes;
 # failures are minimized into tests/fuzz_regressions/ (FUZZ_ARGS: see python -m tests.fuzz --help).
