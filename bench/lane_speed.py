@@ -4,8 +4,8 @@
     .venv/bin/python -m bench.lane_speed [same options]   (from the repository root)
 
 For each BENCH kernel, side by side in one run on the same NumPy arrays:
-nupp's scalar C, its lane C at each feature tier this CPU runs x gangs 4, 8
-and 16 (each a library pinned with tier= and gang=), the SPIR-V kernel on the
+nupp's scalar C, its lane C at each feature tier this CPU runs x each gang
+(4, 8, 16, 32: a library pinned with tier= and gang=), the SPIR-V kernel on the
 Vulkan device through each runner that opens one (mode="spirv": lavapipe
 runs it on these same CPU cores), and the kernel written by
 hand in C (bench/handwritten/kernels.c) at -O3 -march=native (the issue's
@@ -31,12 +31,13 @@ from pathlib import Path
 import numpy as np
 
 import nupp
+from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.tiers import TIER_NAMES, TIERS
 
 from bench.native_speed import KERNELS, handwritten_library, load_times, workloads  # bench/ is not installed
 
 BENCH_KERNELS = ("mandelbrot", "corrected", "tecsbits", "mixedwidth", "simd")
-GANGS = (4, 8, 16)
+GANGS = GANG_SIZES
 HAND_PEER = "hand C -O3 native"
 HAND_FLAGS = {HAND_PEER: ("-O3", "-march=native"), "hand C -O2": ("-O2",)}
 DEFAULT = "default"  # the execution `--aot on` picks: the best tier at its own gang

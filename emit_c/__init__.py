@@ -66,9 +66,11 @@ derived from it in the body), so a loop to INT32_MAX ends as Lua's does,
 without overflow; the bound is evaluated once.
 
 Lane C (`emit_c.lane.emit_lane_module`, same ABI) runs the lane rewrite's
-gangs as GCC/Clang vectors; `emit_c.lane_helpers` holds the lane forms of
-the helpers that have one (min/max, fma, exp, bits), each beside its scalar
-rule's meaning; every other op calls its scalar helper once per lane.
+gangs as GCC/Clang vectors, each at most one register wide (a wider gang is
+several vectors); `emit_c.lane_helpers` holds the lane forms of the helpers
+that have one (min/max, fma, exp, bits, shifts, floor/ceil/sqrt, the float
+remainder, the wraps, ...), each beside its scalar rule's meaning; every
+other op calls its scalar helper once per lane.
 The targets (targets/tiers.py) build a module's lane C once per x86-64
 feature tier and pick the tier at load time.
 """

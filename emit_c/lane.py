@@ -27,37 +27,52 @@ a Gang becomes
         }
     }
 
+Registers.  Every vector fits one register of the target (`REGISTERS` in
+lane_vectors.py): a gang whose vectors would be wider runs as P vectors of
+W = G / P lanes each, lanes k*W .. k*W + W - 1 in vector k, and its body is
+written once with every statement of varying values repeated for each
+vector in lane order (`v_x_p0`, `v_x_p1`: independent work that overlaps,
+which hides the latency of a masked while), control (ifs, whiles, breaks)
+once over all of them.  W is the most lanes of the gang's widest element a
+register holds; where that differs between targets, the gang loop is
+written once per register width under the target's predefined macros
+(`#if defined(__AVX512F__)` ... `#elif defined(__AVX2__)` ... `#else`), so
+one text serves every tier.
+
 Values.  A varying local is a GCC/Clang vector (`typedef double nu_f64x8
-__attribute__((vector_size(64)))`); a uniform one stays the scalar C,
-broadcast where it meets a varying operand.  A varying boolean is a *mask*:
-`nu_i32xG` lanes of 0 or -1 (all bits), what a vector comparison gives, so
-masks combine with & | ~ and select with bitwise blends.  Each op computes
-exactly its scalar rule per lane: as a native vector operator or
-`__builtin_convertvector` where that is the same IEEE / modular / C
-conversion per lane (`NATIVE`, `COMPARE`, `CONVERT` in lane_vectors.py: binary64 and
-binary32 + - * / and negation, built with -ffp-contract=off; integer + - *
-in the unsigned vector type; bitwise ops; comparisons; conversions that are
-C casts), and otherwise by `for (int l = 0; l < G; l++) r[l] = <the C_OPS
-scalar template over a[l], b[l]>;`, the very helper the scalar C calls.
+__attribute__((vector_size(64)))`), one per vector of the gang; a uniform one
+stays the scalar C, broadcast where it meets a varying operand.  A varying
+boolean is a *mask*: `nu_i32xW` lanes of 0 or -1 (all bits), what a vector
+comparison gives, so masks combine with & | ~ and select with bitwise blends.
+Each op computes exactly its scalar rule per lane: as a native vector
+operator or `__builtin_convertvector` where that is the same IEEE / modular /
+C conversion per lane (`NATIVE`, `COMPARE`, `CONVERT` in lane_vectors.py:
+binary64 and binary32 + - * / and negation, built with -ffp-contract=off;
+integer + - * in the unsigned vector type; bitwise ops; comparisons;
+conversions that are C casts), as its lane form (lane_helpers.py: the
+scalar helper's rule on whole vectors), and otherwise by `r = {<the C_OPS
+scalar template over a[0], b[0]>, ...}`, the very helper the scalar C calls.
 
 Memory: emit_c/lane_memory.py (block loads and shuffles where the struct allows).
 
 Masks, ISPC style.  The gang body starts with every lane active (no mask).
 `if.masked c` runs `then` under mask & c and `else` under mask & ~c, each
-skipped when no lane is active in it (an elif chain is nested ifs; a switch
-on a varying selector is emitted as its chain).  `while.masked c` keeps a
-mask of the lanes still looping: each round it becomes mask & c, the loop
-ends when no lane is left, and the body runs under it, so a lane that has
-left is frozen while the others go on.  Under a mask an assignment to a
-varying local is a per-lane select (the inactive lanes keep their value) and
-a store a per-lane guarded store; a local declared under a mask lives only
-there, so its inactive lanes are never observed.  Every value is still
-computed in every lane: loads are in bounds for the whole loop (the
-verifier), so a pure op in an inactive lane computes a result nobody reads.
-What can raise (an integer // or % by a divisor that may be zero, a call)
-raises only for active lanes, and the right operand of an `and` / `or` that
-can raise runs under the mask of the lanes its left operand leaves
-undecided, so a lane the short circuit decided never raises in it.
+skipped when no lane is active in it, or, when both arms are a few
+assignments that cannot raise, run without a branch as selects (an elif
+chain is nested ifs; a switch on a varying selector is emitted as its
+chain).  `while.masked c` keeps a mask of the lanes still looping: each
+round it becomes mask & c, the loop ends when no lane is left, and the body
+runs under it, so a lane that has left is frozen while the others go on.
+Under a mask an assignment to a varying local is a per-lane select (the
+inactive lanes keep their value) and a store a per-lane guarded store; a
+local declared under a mask lives only there, so its inactive lanes are
+never observed.  Every value is still computed in every lane: loads are in
+bounds for the whole loop (the verifier), so a pure op in an inactive lane
+computes a result nobody reads.  What can raise (an integer // or % by a
+divisor that may be zero, a call) raises only for active lanes, and the
+right operand of an `and` / `or` that can raise runs under the mask of the
+lanes its left operand leaves undecided, so a lane the short circuit
+decided never raises in it.
 """
 
 from __future__ import annotations
@@ -66,16 +81,23 @@ from typing import Callable, Optional
 
 from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
 from nupp.emit_c.helpers import C_OPS, c_const, c_type
-from nupp.emit_c.lane_helpers import lane_form, lanes_helper
+from nupp.emit_c.lane_helpers import LANE_FORMS, lane_form, lanes_helper
 from nupp.emit_c.lane_memory import LaneMemory
-from nupp.emit_c.lane_vectors import BLEND, COMPARE, CONVERT, ELEMENTS, LANE, NATIVE, SHORT, SIZES
+from nupp.emit_c.lane_vectors import (BLEND, COMPARE, CONVERT, ELEMENTS, LANE, NATIVE, REGISTERS, SHORT,
+                                      SIZES)
 from nupp.emit_c.unit import CModule, ModuleContext, TranslationUnit, emit_unit
 from nupp.errors import InternalError
 from nupp.scalar_ir.lanes import is_varying
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT, combining_op
-from nupp.scalar_ir.walk import breaks_leaving, fails_itself, own_exprs, raises, statements
+from nupp.scalar_ir.walk import (blocks, breaks_leaving, fails_itself, own_exprs, raises, statements, subexprs,
+                                  var_names)
 from nupp.scalar_ir.widths import Width, holds_in_binary32
+
+# A masked if whose arms cost at most this many vector operations (and cannot
+# raise or store) runs both arms as selects: cheaper than testing the mask's
+# lanes and a branch the data decides.
+SELECT_BUDGET = 16
 
 
 def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
@@ -108,9 +130,57 @@ def _binary32_operands(e: ir.Op) -> Optional[tuple]:
     return tuple(out) if not all(isinstance(a, ir.Const) for a in out) else None
 
 
+def _select_cost(body, varying) -> Optional[int]:
+    """The vector operations of running a block as selects under a mask (each
+    assignment a blend, each op with a vector form one), or None when it
+    cannot run that way: a store, a loop, a break, a call, an op that can
+    raise, or an op computed lane by lane."""
+    cost = 0
+    for s in body:
+        if isinstance(s, ir.If) and s.masked:
+            arms = [_select_cost(arm, varying) for arm in (s.then, s.orelse)]
+            if None in arms:
+                return None
+            cost += sum(arms) + 2  # the arms' masks
+        elif not (isinstance(s, (ir.Let, ir.Assign)) and s.name in varying):
+            return None
+        cost += 1
+        for e in own_exprs(s):
+            for x in subexprs(e):
+                if isinstance(x, ir.Call) or (isinstance(x, ir.Op) and raises(x)):
+                    return None
+                if isinstance(x, ir.Op):
+                    if not (x.op in NATIVE or x.op in COMPARE or x.op in CONVERT or x.op in LANE_FORMS):
+                        return None
+                    cost += 1
+    return cost
+
+
+def _dead_after_loops(body) -> dict[int, frozenset[str]]:
+    """For each masked while and for of a gang body (by id): the locals declared
+    before it in its block that nothing after it there reads.  A lane its mask
+    leaves out never reads them again (it has left the loop, or never entered
+    it, and they die with the block), so an assignment at the top of the
+    loop's body needs no select."""
+    dead: dict[int, frozenset[str]] = {}
+
+    def visit(stmts) -> None:
+        declared: set[str] = set()
+        for k, s in enumerate(stmts):
+            if isinstance(s, (ir.While, ir.For)) and s.masked:
+                later = {n for st in statements(stmts[k + 1:]) for e in own_exprs(st) for n in var_names(e)}
+                dead[id(s)] = frozenset(declared - later)
+            if isinstance(s, ir.Let):
+                declared.add(s.name)
+            for block in blocks(s):
+                visit(block)
+    visit(body)
+    return dead
+
+
 def emit_lane_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_") -> CModule:
     """The lane C of a lane IR module (rewritten and sized, verified): each Gang
-    runs in gangs of its size (4, 8 or 16) with an n mod G scalar tail."""
+    runs in gangs of its size with an n mod G scalar tail."""
     return emit_unit(module, path, symbol_prefix, _LaneC(_gang_size(module)))
 
 
@@ -141,47 +211,62 @@ class _LaneC:
 
 class LanePreamble:
     """What lane C's functions use of the vector machinery, for the unit's
-    `vectors` section: the vector typedefs, the mask-lanes helper, the lane
-    forms (emit_c/lane_helpers.py), and the includes those need."""
+    `vectors` section: the vector typedefs (an element type at a lane count),
+    the mask-lanes helpers, the lane forms (emit_c/lane_helpers.py), and the
+    includes those need.  `elements` collects the element types used since a
+    gang's emitter last cleared it: what decides its vectors' lanes."""
 
     def __init__(self, gang: Optional[int]):
         self.gang = gang
-        self.vector_types: set[str] = set()   # element C types whose vector is used
-        self.lanes_used = False  # nu_lanes_xG (which lanes of a mask are set) is called
-        self.lane_forms: dict[str, str] = {}  # op -> C of its lane form, callees first
+        self.vector_types: set[tuple[str, int]] = set()  # (element C type, lanes) of each vector used
+        self.lanes_used: set[int] = set()  # nu_lanes_xW (which lanes of a mask are set) is called
+        self.lane_forms: dict[tuple[str, int], str] = {}  # (op, lanes) -> C of its lane form, callees first
+        self.elements: set[str] = set()
 
-    def vector(self, element: str) -> str:
-        """The vector type of G `element` lanes, its typedef recorded."""
-        self.vector_types.add(element)
-        return self.vector_name(element)
+    def vector(self, element: str, lanes: int) -> str:
+        """The vector type of `lanes` `element` lanes, its typedef recorded."""
+        self.vector_types.add((element, lanes))
+        self.elements.add(element)
+        return vector_name(element, lanes)
 
-    def vector_name(self, element: str) -> str:
-        return f"nu_{SHORT[element]}x{self.gang}"
+    def use_lanes(self, lanes: int) -> str:
+        """The name of the mask-lanes helper of `lanes` lanes, recorded."""
+        self.vector("int32_t", lanes)
+        self.lanes_used.add(lanes)
+        return f"nu_lanes_x{lanes}"
 
-    def use_lanes(self) -> str:
-        """The name of the mask-lanes helper, recorded."""
-        self.lanes_used = True
-        return f"nu_lanes_x{self.gang}"
-
-    def use_lane_form(self, op: str) -> None:
-        form = lane_form(op, self.gang)
-        if op in self.lane_forms:
-            return
+    def use_lane_form(self, op: str, lanes: int) -> None:
+        form = lane_form(op, lanes)
         for needed in form.needs:
-            self.use_lane_form(needed)
+            self.use_lane_form(needed, lanes)
         for element in form.vectors:
-            self.vector(element)
-        self.lane_forms[op] = form.code
+            self.vector(element, lanes)
+        if form.lanes:
+            self.use_lanes(lanes)
+        self.lane_forms.setdefault((op, lanes), form.code)
+
+    def state(self) -> tuple:
+        """What `restore` goes back to (a gang's trial emission leaves nothing behind)."""
+        return set(self.vector_types), set(self.lanes_used), dict(self.lane_forms)
+
+    def restore(self, state: tuple) -> None:
+        vector_types, lanes_used, lane_forms = state
+        self.vector_types, self.lanes_used, self.lane_forms = set(vector_types), set(lanes_used), dict(lane_forms)
 
     def section(self) -> str:
         """The `vectors` section ("" when no vector is used): its includes, the
-        vector typedefs, then the mask-lanes helper and the lane forms."""
-        typedefs = [f"typedef {e} {self.vector_name(e)} __attribute__((vector_size({SIZES[e] * self.gang})));\n"
-                    for e in SIZES if e in self.vector_types]
-        helpers = ([lanes_helper(self.gang)] if self.lanes_used else []) + list(self.lane_forms.values())
+        vector typedefs, then the mask-lanes helpers and the lane forms."""
+        typedefs = [f"typedef {e} {vector_name(e, n)} __attribute__((vector_size({SIZES[e] * n})));\n"
+                    for n in sorted({n for _, n in self.vector_types}) for e in SIZES
+                    if (e, n) in self.vector_types]
+        helpers = [lanes_helper(n) for n in sorted(self.lanes_used)] + list(self.lane_forms.values())
         if not typedefs and not helpers:
             return ""
         return "".join(_vector_includes(intrinsics=bool(helpers)) + typedefs + helpers).rstrip("\n") + "\n"
+
+
+def vector_name(element: str, lanes: int) -> str:
+    return f"nu_{SHORT[element]}x{lanes}"
 
 
 def _vector_includes(intrinsics: bool) -> list[str]:
@@ -198,12 +283,21 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         super().__init__(mod, fn)
         self.preamble = preamble
         self.gang = preamble.gang
+        self.width = self.gang  # lanes per vector in the gang loop being written
+        # which vector of the gang a statement of varying values is being written
+        # for (`each`); None while writing what all of them share
+        self.part: Optional[int] = None
         self.varying_names: Optional[frozenset] = None  # in a gang body: its varying locals
         self.counter = ""     # the gang's counter (IR name)
         self.base = ""        # the C name of the gang's first index
-        self.mask = None      # the C name of the active lanes' mask, None: all lanes
-        self.gang_mask = None  # the mask of the lanes a raise or break has not stopped
-        self.masks: list[str] = []  # the masks of the blocks being emitted, outermost first
+        # masks are tuples, a C name per vector of the gang (an entry None: all its lanes)
+        self.mask: Optional[tuple] = None   # the active lanes, None: all lanes
+        self.gang_mask: Optional[tuple] = None  # the lanes a raise or break has not stopped
+        self.masks: list[tuple] = []  # the masks of the blocks being emitted, outermost first
+        # per masked block (as masks): the locals whose inactive lanes nothing reads
+        # (declared in the block, or dead after its loop: _dead_after_loops)
+        self.unread: list[set[str]] = []
+        self.dead_after: dict[int, frozenset[str]] = {}
         # ids of the gang body's stores written as whole elements, and the
         # field vectors of each span waiting for the rest (whole_element_stores)
         self.block_stores: dict[int, str] = {}
@@ -213,14 +307,21 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         self.promoted: dict[str, str] = {}
         self.reassigned: set[str] = set()
         self.status: Optional[str] = None  # in a gang with ops that can raise: its C status
-        self.pending: dict[str, dict[str, str]] = {}
+        self.pending: dict[tuple[str, int], dict[str, str]] = {}
+        self.loaded: dict[tuple, object] = {}  # what a load left in scope (lane_memory.py)
         # per enclosing loop: (its mask or None, len(self.masks) inside it, for the gang
         # loop itself the C flag its break sets, else None)
-        self.loops: list[tuple[Optional[str], int, Optional[str]]] = []
+        self.loops: list[tuple[Optional[tuple], int, Optional[str]]] = []
+
+    @property
+    def parts(self) -> int:
+        """The vectors of one gang."""
+        return self.gang // self.width
 
     # ---- the gang loop
     def stmt_Gang(self, s: ir.Gang) -> None:
-        """`{ counter; accumulators; for (gangs) { body } combine; for (tail) { scalar body } }`."""
+        """`{ counter; accumulators; for (gangs) { body } combine; for (tail) { scalar body } }`,
+        the gangs written for each register width whose lanes differ."""
         start = self.expr(s.start)
         stop = self.expr(s.stop)
         self.line("{")
@@ -231,23 +332,70 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
             stop = bound
         counter = self.temp("c")
         self.line(f"int64_t {counter} = {start};")
-        self.scopes.append({})  # the reductions' accumulators, across the gangs
-        accumulators = [self.accumulator(name, op) for name, op in s.reductions]
         stopped = self.stop_flags(s)
-        self.line(f"for (; {counter} + {self.gang - 1} <= {stop}; {counter} += {self.gang}) {{")
-        self.gang_body(s, counter, stopped)
-        self.line("}")
-        self.scopes.pop()
+        widths = self.register_widths(s, counter, stop, stopped)
+        for k, (width, macro) in enumerate(widths):
+            if len(widths) > 1:
+                self.line("#else" if macro is None else f"#{'if' if k == 0 else 'elif'} {macro}")
+            self.gangs(s, counter, stop, stopped, width)
+        if len(widths) > 1:
+            self.line("#endif")
         if self.status:  # the first raising lane's error, once the lanes before it are done
             self.line(f"if ({self.status} != 0) return {self.status};")
             self.status = None
-        for (name, op), acc in zip(s.reductions, accumulators):
-            self.combine(name, op, acc)
         tail = f"for (; {'!' + stopped + ' && ' if stopped else ''}{counter} <= {stop}; ++{counter}) {{"
         self.line(tail)  # the tail: n mod G iterations
         self.counted_body(s.scalar_loop(), counter)
         self.depth -= 1
         self.line("}")
+
+    def register_widths(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str]) -> list:
+        """The lanes per vector for each register width, as (lanes, the macro of the
+        narrowest register taking them; None for the last): the most lanes of the
+        gang's widest element one register holds.  That element is found by
+        writing the gangs once and taking it back."""
+        state = self.checkpoint()
+        self.preamble.elements = set()
+        self.gangs(s, counter, stop, stopped, self.gang)
+        widest = max(SIZES[e] for e in self.preamble.elements) if self.preamble.elements else 4
+        self.rollback(state)
+        widths: list = []
+        for size, macro in REGISTERS:
+            width = min(self.gang, size // widest)
+            if widths and widths[-1][0] == width:
+                widths[-1] = (width, macro)
+            else:
+                widths.append((width, macro))
+        return widths
+
+    def checkpoint(self) -> tuple:
+        return (len(self.lines), len(self.decls), self.count, set(self.names.taken), set(self.reads),
+                self.preamble.state(), set(self.mod.helpers), set(self.mod.headers))
+
+    def rollback(self, state: tuple) -> None:
+        """Drop everything written since `checkpoint` (the errors it named are kept:
+        the same gang names them again)."""
+        lines, decls, self.count, taken, self.reads, preamble, helpers, headers = state
+        del self.lines[lines:]
+        del self.decls[decls:]
+        self.names.taken = taken
+        self.preamble.restore(preamble)
+        self.mod.helpers.clear()
+        self.mod.helpers.update(helpers)
+        self.mod.headers.clear()
+        self.mod.headers.update(headers)
+
+    def gangs(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str], width: int) -> None:
+        """The accumulators, the loop over whole gangs at `width` lanes per vector, and the combination."""
+        self.width = width
+        self.scopes.append({})  # the reductions' accumulators, across the gangs
+        accumulators = [self.accumulator(name, op) for name, op in s.reductions]
+        self.line(f"for (; {counter} + {self.gang - 1} <= {stop}; {counter} += {self.gang}) {{")
+        self.gang_body(s, counter, stopped)
+        self.line("}")
+        self.scopes.pop()
+        for (name, op), acc in zip(s.reductions, accumulators):
+            self.combine(name, op, acc)
 
     def stop_flags(self, s: ir.Gang) -> Optional[str]:
         """The C flag that ends the gangs early (a break leaves the loop, or an op
@@ -267,16 +415,17 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         self.depth += 1
         self.scopes.append({})
         self.varying_names, self.counter, self.mask = frozenset(s.varying), s.var, None
-        self.promoted = {}
+        self.promoted, self.loaded = {}, {}
+        self.dead_after = _dead_after_loops(s.body)
         self.reassigned = {st.name for st in statements(s.body) if isinstance(st, ir.Assign)}
         self.base = self.temp("b")
         self.declare_line(f"const int32_t {self.base} = (int32_t){counter};", self.base, drop=True)
-        var = self.bind(s.var)
-        lanes = ", ".join(f"(int32_t){counter} + {k}" for k in range(self.gang))
-        self.declare_line(f"const {self.vec(Width.I32)} {var} = {{{lanes}}};", var, drop=True)
+        for k, var in enumerate(self.bind_parts(s.var)):
+            lanes = ", ".join(f"(int32_t){counter} + {k * self.width + n}" for n in range(self.width))
+            self.declare_line(f"const {self.vec(Width.I32)} {var} = {{{lanes}}};", var, drop=True)
         for name, width in _outer_varying(s).items():  # each lane's own copy, unread after the loop
-            c_name = self.bind(name)
-            self.declare_line(f"{self.vec(width)} {c_name} = {{0}};", c_name)
+            for c_name in self.bind_parts(name):
+                self.declare_line(f"{self.vec(width)} {c_name} = {{0}};", c_name)
         if stopped:
             self.gang_with_breaks(s, stopped)
         else:
@@ -292,35 +441,86 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         """A gang body a break can leave: it runs under a mask of the lanes still
         going, which a break clears from its first breaking lane on (the scalar
         loop would never reach the later iterations); then no later gang runs."""
-        active = self.gang_mask = self.temp("a")
+        active = self.gang_mask = self.part_names("a")
         self.loop_mask(active)
         self.loops.append((active, len(self.masks), stopped))
         self.under_mask(active, s.body)
         self.loops.pop()
         self.line(f"if ({stopped}) break;")
 
-    def accumulator(self, name: str, op: str) -> str:
-        """A reduction's vector of per-lane partial results, each starting at the op's identity."""
+    def accumulator(self, name: str, op: str) -> tuple[str, ...]:
+        """A reduction's vectors of per-lane partial results, each starting at the op's identity."""
         width = OPS[op].result
-        acc = self.bind(name, "r_")
         identity = c_const(OPS[op].identity, width)
-        self.line(f"{self.vec(width)} {acc} = {{{', '.join([identity] * self.gang)}}};")
-        self.reads.add(acc)
-        return acc
+        accumulators = self.bind_parts(name, "r_")
+        for acc in accumulators:
+            self.line(f"{self.vec(width)} {acc} = {{{', '.join([identity] * self.width)}}};")
+            self.reads.add(acc)
+        return accumulators
 
-    def combine(self, name: str, op: str, acc: str) -> None:
+    def combine(self, name: str, op: str, accumulators: tuple[str, ...]) -> None:
         """The local takes each lane's partial result by the op's scalar rule (sub: the
         partials are sums of negated terms, so they add).  For an exact op the order
         of the terms cannot change a bit."""
         rendering = C_OPS[combining_op(op)]
         self.mod.use(rendering)
         target = self.lookup(name)
-        for k in range(self.gang):
-            self.line(f"{target} = {bare(rendering.scalar.format(self.read(target), f'{acc}[{k}]'))};")
+        for acc in accumulators:
+            for k in range(self.width):
+                self.line(f"{target} = {bare(rendering.scalar.format(self.read(target), f'{acc}[{k}]'))};")
+
+    # ---- the vectors of a gang
+    def each(self, emit: Callable[[], object]) -> list:
+        """emit() once per vector of the gang, in lane order, `part` naming it."""
+        assert self.part is None, "each() inside a vector's own statement"
+        out = []
+        for k in range(self.parts):
+            self.part = k
+            out.append(emit())
+        self.part = None
+        return out
+
+    def part_names(self, stem: str) -> tuple[str, ...]:
+        """A temporary for each vector of the gang: `m7`, or `m7_0`, `m7_1`, ..."""
+        t = self.temp(stem)
+        return (t,) if self.parts == 1 else tuple(f"{t}_{k}" for k in range(self.parts))
+
+    def bind_parts(self, name: str, prefix: str = "v_") -> tuple[str, ...]:
+        """Bind a varying local: a C name for each vector of the gang."""
+        if self.parts == 1:
+            names = (self.names.fresh(prefix, name),)
+        else:
+            names = tuple(self.names.fresh(prefix, f"{name}_p{k}") for k in range(self.parts))
+        self.scopes[-1][name] = names
+        return names
+
+    def lookup(self, name: str) -> str:
+        """A local's C name; a varying one's for the vector being written."""
+        c_name = super().lookup(name)
+        return c_name[self.part] if isinstance(c_name, tuple) else c_name
+
+    def active(self) -> Optional[str]:
+        """The mask of the active lanes of the vector being written (None: all)."""
+        mask = None if self.mask is None else self.mask[self.part]
+        return None if mask is None else self.read(mask)
+
+    def lanes(self, masks: dict[int, str]) -> str:
+        """C for the set lanes of a gang's masks (vector k -> its mask) as the
+        bits of an unsigned: lane k*W + n at bit k*W + n."""
+        helper = self.preamble.use_lanes(self.width)
+        terms = [f"{helper}(&{self.read(m)})" + (f" << {k * self.width}" if k else "") for k, m in masks.items()]
+        return terms[0] if len(terms) == 1 else "(" + " | ".join(terms) + ")"
+
+    def all_lanes(self, mask: tuple) -> str:
+        return self.lanes(dict(enumerate(mask)))
 
     # ---- statements of a gang body (uniform ones are the scalar emitter's)
     def vec(self, width: Width) -> str:
-        return self.preamble.vector(ELEMENTS[width])
+        return self.vector_of(ELEMENTS[width])
+
+    def vector_of(self, element: str) -> str:
+        """The vector type of `element` lanes in the gang being written."""
+        return self.preamble.vector(element, self.width)
 
     def varying(self, e) -> bool:
         return self.varying_names is not None and is_varying(e, self.varying_names)
@@ -328,17 +528,44 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
     def varying_local(self, name: str) -> bool:
         return self.varying_names is not None and name in self.varying_names
 
+    def stmt(self, s) -> None:
+        """In a gang body: a statement of one vector's values (an assignment of a
+        varying local, a store, a call per lane) is written for each vector in
+        turn; a statement with blocks once, knowing what a load left in scope."""
+        if self.varying_names is None or self.part is not None:
+            return super().stmt(s)
+        if (isinstance(s, ir.Store) or (isinstance(s, ir.Assign) and self.varying_local(s.name))
+                or (isinstance(s, ir.Eval) and self.varying(s.expr))):
+            self.each(lambda: super(_LaneFunctionEmitter, self).stmt(s))
+            return
+        if not blocks(s):
+            return super().stmt(s)
+        stored = {x.span for block in blocks(s) for x in statements(block) if isinstance(x, ir.Store)}
+        kept = {key: value for key, value in self.loaded.items() if key[0] not in stored}
+        self.loaded = dict(kept)  # a loop may store what a load before it read
+        super().stmt(s)
+        self.loaded = kept
+
+    def block(self, stmts) -> None:
+        """A nested block: what a load inside it leaves is out of scope after it
+        (its statement has dropped what the block may store over: `stmt`)."""
+        outer = dict(self.loaded)
+        super().block(stmts)
+        self.loaded = outer
+
     def stmt_Let(self, s: ir.Let) -> None:
         # Under a mask too: the local lives in the masked block, so what its
         # inactive lanes hold (pure ops of their own inputs) is never observed.
         if not self.varying_local(s.name):
             self.check_uniform(s)
             return super().stmt_Let(s)
-        value = self.vector_expr(s.value) if s.value is not None else "{0}"
-        c_name = self.bind(s.name)
-        self.declare_line(f"{self.vec(s.width)} {c_name} = {value};", c_name)
-        if value in self.promoted and s.name not in self.reassigned:
-            self.promoted[c_name] = self.promoted[value]
+        values = self.each(lambda: self.vector_expr(s.value) if s.value is not None else "{0}")
+        if self.mask is not None:  # it lives in this masked block: no one reads its inactive lanes
+            self.unread[-1].add(s.name)
+        for c_name, value in zip(self.bind_parts(s.name), values):
+            self.declare_line(f"{self.vec(s.width)} {c_name} = {value};", c_name)
+            if value in self.promoted and s.name not in self.reassigned:
+                self.promoted[c_name] = self.promoted[value]
 
     def stmt_Assign(self, s: ir.Assign) -> None:
         if not self.varying_local(s.name):
@@ -348,10 +575,11 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         c_name = self.lookup(s.name)
         if value == c_name:
             return
-        if self.mask is None:
+        mask = self.active()
+        if mask is None or (self.mask is self.masks[-1] and s.name in self.unread[-1]):
             self.line(f"{c_name} = {value};")
         else:  # the inactive lanes keep their value
-            self.line(f"{c_name} = {self.select(self.read(self.mask), value, self.read(c_name), s.value.width)};")
+            self.line(f"{c_name} = {self.select(mask, value, self.read(c_name), s.value.width)};")
 
     def check_uniform(self, s) -> None:
         """A uniform local takes the same value in every lane, so it stays scalar.
@@ -365,7 +593,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         if width is Width.BOOL:
             return f"(({new} & {mask}) | ({old} & ~{mask}))"
         element = ELEMENTS[width]
-        blend = self.preamble.vector(BLEND[SIZES[element]])
+        blend = self.vector_of(BLEND[SIZES[element]])
         m = mask if SIZES[element] == 4 else f"__builtin_convertvector({mask}, {blend})"
         cast = "" if element == BLEND[SIZES[element]] else f"({self.vec(width)})"
         return f"{cast}((({blend}){new} & {m}) | (({blend}){old} & ~{m}))"
@@ -397,32 +625,41 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
 
     def masked_if(self, s: ir.If) -> None:
         """`then` under mask & c, `orelse` under mask & ~c, each skipped when no
-        lane is active in it."""
-        cond = self.vector_expr(s.cond)
+        lane is active in it, or both run as selects when that is cheaper."""
+        conds = self.each(lambda: self.vector_expr(s.cond))
         outer = self.mask
         sides = []
-        for body, test in ((s.then, cond), (s.orelse, f"~{cond}")):
+        for body, negate in ((s.then, ""), (s.orelse, "~")):
             if body:
-                m = self.temp("m")
-                active = test if outer is None else f"{self.read(outer)} & {test}"
-                self.line(f"{self.vec(Width.BOOL)} {m} = {active};")  # a break clears lanes of it
+                m = self.part_names("m")
+                for k, name in enumerate(m):
+                    test = negate + conds[k]
+                    active = test if outer is None or outer[k] is None else f"{self.read(outer[k])} & {test}"
+                    self.line(f"{self.vec(Width.BOOL)} {name} = {active};")  # a break clears lanes of it
                 sides.append((body, m))
+        cost = _select_cost(s.then + s.orelse, self.varying_names)
         for body, m in sides:
             if outer is not None and any(stopped for _, _, stopped in self.loops):
-                self.line(f"{m} &= {self.read(outer)};")  # a break in `then` may have stopped later lanes
-            self.line(f"if ({self.lanes(m)} != 0) {{")
+                for k, name in enumerate(m):  # a break in `then` may have stopped later lanes
+                    if outer[k] is not None:
+                        self.line(f"{name} &= {self.read(outer[k])};")
+            branch_free = cost is not None and cost <= SELECT_BUDGET
+            self.line("{" if branch_free else f"if ({self.all_lanes(m)} != 0) {{")
             self.under_mask(m, body)
             self.line("}")
 
-    def under_mask(self, mask: Optional[str], body) -> None:
-        """A block run under `mask` (None: every lane), which its breaks may clear lanes of."""
+    def under_mask(self, mask: Optional[tuple], body, unread: frozenset = frozenset()) -> None:
+        """A block run under `mask` (None: every lane), which its breaks may clear
+        lanes of; `unread`: locals whose inactive lanes nothing reads."""
         outer = self.mask
         self.mask = mask
         if mask is not None:
             self.masks.append(mask)
+            self.unread.append(set(unread))
         self.block(body)
         if mask is not None:
             self.masks.pop()
+            self.unread.pop()
         self.mask = outer
 
     def stmt_While(self, s: ir.While) -> None:
@@ -432,36 +669,40 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         breaks runs without selects, as ISPC does for coherent lanes."""
         if not s.masked:
             return self.in_loop(None, lambda: super(_LaneFunctionEmitter, self).stmt_While(s))
-        m, k = self.temp("w"), self.temp("k")
+        m, k = self.part_names("w"), self.temp("k")
         self.line("{")
         self.depth += 1
         self.loop_mask(m)
         self.line("for (;;) {")
         self.depth += 1
-        self.line(f"{m} &= {self.vector_expr(s.cond)};")  # lanes that leave stay out
-        self.line(f"const unsigned {k} = {self.lanes(m)};")
+        conds = self.each(lambda: self.vector_expr(s.cond))
+        for name, cond in zip(m, conds):
+            self.line(f"{name} &= {cond};")  # lanes that leave stay out
+        self.line(f"const unsigned {k} = {self.all_lanes(m)};")
         self.line(f"if ({k} == 0) break;")
         if breaks_leaving(s.body):
             self.line("{")
-            self.in_loop(m, lambda: self.under_mask(m, s.body))
+            self.in_loop(m, lambda: self.under_mask(m, s.body, self.dead_after[id(s)]))
         else:
             self.line(f"if ({k} == {(1 << self.gang) - 1}u) {{")
             self.in_loop(m, lambda: self.under_mask(None, s.body))
             self.line("} else {")
-            self.in_loop(m, lambda: self.under_mask(m, s.body))
+            self.in_loop(m, lambda: self.under_mask(m, s.body, self.dead_after[id(s)]))
         self.line("}")
         self.depth -= 1
         self.line("}")
         self.depth -= 1
         self.line("}")
 
-    def loop_mask(self, m: str) -> None:
+    def loop_mask(self, m: tuple) -> None:
         """Declare a loop's mask: the lanes active where it starts (every lane, or the mask's)."""
-        every = "{" + ", ".join(["-1"] * self.gang) + "}"
-        self.line(f"{self.vec(Width.BOOL)} {m} = {self.read(self.mask) if self.mask else every};")
-        self.reads.add(m)
+        every = "{" + ", ".join(["-1"] * self.width) + "}"
+        for k, name in enumerate(m):
+            outer = None if self.mask is None else self.mask[k]
+            self.line(f"{self.vec(Width.BOOL)} {name} = {self.read(outer) if outer else every};")
+            self.reads.add(name)
 
-    def in_loop(self, mask: Optional[str], emit) -> None:
+    def in_loop(self, mask: Optional[tuple], emit) -> None:
         """Emit a loop's body knowing its loop: a masked while's mask, or None."""
         self.loops.append((mask, len(self.masks), None))
         emit()
@@ -480,26 +721,30 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         counting a mask that each round keeps those within their bound; the
         loop ends when none is left."""
         i64, i32, mask = self.vec(Width.I64), self.vec(Width.I32), self.vec(Width.BOOL)
-        start, stop = self.vector_expr(s.start), self.vector_expr(s.stop)
-        c, last, step, m = self.temp("c"), self.temp("e"), self.temp("s"), self.temp("w")
+        starts = self.each(lambda: self.vector_expr(s.start))
+        stops = self.each(lambda: self.vector_expr(s.stop))
+        c, last, step, m = self.part_names("c"), self.part_names("e"), self.temp("s"), self.part_names("w")
         self.line("{")
         self.depth += 1
-        self.line(f"{i64} {c} = __builtin_convertvector({start}, {i64});")
-        self.line(f"const {i64} {last} = __builtin_convertvector({stop}, {i64});")
-        self.line(f"const {i64} {step} = {{{', '.join([str(s.step)] * self.gang)}}};")
+        for k in range(self.parts):
+            self.line(f"{i64} {c[k]} = __builtin_convertvector({starts[k]}, {i64});")
+            self.line(f"const {i64} {last[k]} = __builtin_convertvector({stops[k]}, {i64});")
+        self.line(f"const {i64} {step} = {{{', '.join([str(s.step)] * self.width)}}};")
         self.loop_mask(m)
-        self.reads.update((c, last, step))
+        self.reads.update((*c, *last, step))
         self.line("for (;;) {")
         self.depth += 1
         test = "<=" if s.step > 0 else ">="
-        self.line(f"{m} &= __builtin_convertvector({c} {test} {last}, {mask});")
-        self.line(f"if ({self.lanes(m)} == 0) break;")
+        for k in range(self.parts):
+            self.line(f"{m[k]} &= __builtin_convertvector({c[k]} {test} {last[k]}, {mask});")
+        self.line(f"if ({self.all_lanes(m)} == 0) break;")
         self.scopes.append({})
-        var = self.bind(s.var)
-        self.declare_line(f"const {i32} {var} = __builtin_convertvector({c}, {i32});", var, drop=True)
-        self.in_loop(m, lambda: self.under_mask(m, s.body))
+        for k, var in enumerate(self.bind_parts(s.var)):
+            self.declare_line(f"const {i32} {var} = __builtin_convertvector({c[k]}, {i32});", var, drop=True)
+        self.in_loop(m, lambda: self.under_mask(m, s.body, self.dead_after[id(s)]))
         self.scopes.pop()
-        self.line(f"{c} += {step};")
+        for k in range(self.parts):
+            self.line(f"{c[k]} += {step};")
         self.depth -= 1
         self.line("}")
         self.depth -= 1
@@ -513,28 +758,32 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
             return self.gang_break(first, stopped)
         if self.varying_names is None or self.mask is None or loop_mask is None:
             return super().stmt_Break(s)
-        leaving = self.temp("x")
-        self.line(f"const {self.vec(Width.BOOL)} {leaving} = {self.read(self.mask)};")
-        self.reads.add(leaving)
+        leaving = self.part_names("x")
+        for k, name in enumerate(leaving):
+            self.line(f"const {self.vec(Width.BOOL)} {name} = {self.read(self.mask[k])};")
+            self.reads.add(name)
         for m in self.masks[first:]:  # the while's own mask first
-            self.line(f"{m} &= ~{leaving};")
+            for k, name in enumerate(leaving):
+                self.line(f"{m[k]} &= ~{name};")
 
-    def gang_break(self, first: int, stopped: str, leaving: Optional[str] = None,
+    def gang_break(self, first: int, stopped: str, leaving: Optional[dict[int, str]] = None,
                    status: Optional[Callable[[str], str]] = None) -> None:
-        """The lanes `leaving` (default: the active ones) leave the gang loop, by a
-        break or an error (`status`): every lane from the lowest of them on stops
-        (the rewrite has checked that no lane did anything observable before
-        this point of its iteration), and the loop ends after this gang."""
-        k, lowest, cut = self.temp("k"), self.temp("f"), self.temp("x")
+        """The lanes `leaving` (vector k -> its mask of them; default: the active
+        ones) leave the gang loop, by a break or an error (`status`): every lane
+        from the lowest of them on stops (the rewrite has checked that no lane
+        did anything observable before this point of its iteration), and the
+        loop ends after this gang."""
+        k, lowest = self.temp("k"), self.temp("f")
         mask = self.vec(Width.BOOL)
-        self.line(f"const unsigned {k} = {self.lanes(leaving or self.mask)};")
+        self.line(f"const unsigned {k} = {self.lanes(leaving or dict(enumerate(self.mask)))};")
         self.line(f"if ({k} != 0) {{")
         self.depth += 1
         self.line(f"const int32_t {lowest} = __builtin_ctz({k});")
-        lanes = ", ".join(str(n) for n in range(self.gang))
-        self.line(f"const {mask} {cut} = ({mask}){{{lanes}}} >= {lowest};")
-        for m in self.masks[first:]:  # the gang's own mask first
-            self.line(f"{m} &= ~{cut};")
+        for part, cut in enumerate(self.part_names("x")):
+            lanes = ", ".join(str(part * self.width + n) for n in range(self.width))
+            self.line(f"const {mask} {cut} = ({mask}){{{lanes}}} >= {lowest};")
+            for m in self.masks[first:]:  # the gang's own mask first
+                self.line(f"{m[part]} &= ~{cut};")
         self.line(f"{stopped} = 1;")
         if status is not None:  # a later raise is always at a lower lane: it overrides
             self.line(f"{self.status} = {status(lowest)};")
@@ -550,17 +799,13 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         divisor = self.vector_expr(e.args[1])
         width = e.args[1].width
         zero = self.named(Width.BOOL, self.compare_text(divisor, "==", self.broadcast("0", width), width))
-        failing = self.named(Width.BOOL, f"{zero} & {self.read(self.mask)}")
+        failing = self.named(Width.BOOL, f"{zero} & {self.active()}")
         _, first, stopped = self.loops[-1]
         status = self.mod.error(f"{self.mod.path}:{e.loc.line}: {info.raises}")
-        self.gang_break(first, stopped, failing, lambda _: str(status))
+        self.gang_break(first, stopped, {self.part: failing}, lambda _: str(status))
         one = self.broadcast("1", width)
         safe = self.named(width, self.select(zero, one, divisor, width))
         return f"{safe}[{LANE}]"
-
-    def lanes(self, mask: str) -> str:
-        """C for the set lanes of a mask as the bits of an unsigned (lane k, bit k)."""
-        return f"{self.preamble.use_lanes()}(&{self.read(mask)})"
 
     # ---- varying expressions
     def lane(self, e) -> str:
@@ -581,7 +826,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
 
     def lanes_of(self, lane_c: str) -> str:
         """A vector initializer: the C of lane LANE written out for each lane."""
-        return "{" + ", ".join(bare(lane_c.replace(LANE, str(k))) for k in range(self.gang)) + "}"
+        return "{" + ", ".join(bare(lane_c.replace(LANE, str(k))) for k in range(self.width)) + "}"
 
     def vector_expr(self, e) -> str:
         """A vector of e's lanes: the name of a vector local or temporary, or a
@@ -614,10 +859,11 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
             result = self.temp()
             self.line(f"{self.vec(e.width)} {result} = {{0}};")
             self.reads.add(result)
-        self.line(f"for (int l = 0; l < {self.gang}; l++) {{")
+        self.line(f"for (int l = 0; l < {self.width}; l++) {{")
         self.depth += 1
-        if self.mask is not None:
-            self.line(f"if (!{self.read(self.mask)}[l]) continue;")
+        mask = self.active()
+        if mask is not None:
+            self.line(f"if (!{mask}[l]) continue;")
         if e.width is not None:
             value = self.temp()
             self.line(f"{c_type(e.width)} {value} = 0;")
@@ -630,14 +876,18 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         self.line("}")
         failing = self.named(Width.BOOL, f"({statuses} != 0)")
         _, first, stopped = self.loops[-1]
-        self.gang_break(first, stopped, failing, lambda lowest: f"{statuses}[{lowest}]")
+        offset = self.part * self.width  # the failing lanes are this vector's
+
+        def status(lowest: str) -> str:
+            return f"{statuses}[{lowest} - {offset}]" if offset else f"{statuses}[{lowest}]"
+        self.gang_break(first, stopped, {self.part: failing}, status)
         return result
 
     def broadcast(self, scalar: str, width: Width) -> str:
         t = self.temp()
         if width is Width.BOOL:
             scalar = f"-(int32_t)({bare(scalar)})"
-        self.line(f"const {self.vec(width)} {t} = {{{', '.join([scalar] * self.gang)}}};")
+        self.line(f"const {self.vec(width)} {t} = {{{', '.join([scalar] * self.width)}}};")
         self.reads.add(t)
         return t
 
@@ -659,16 +909,20 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
             return self.compare(e)
         if e.op in CONVERT:
             return self.convert(e)
-        form = lane_form(e.op, self.gang)
+        form = lane_form(e.op, self.width)
         if form is not None:
             return self.lane_call(e, form)
         if fails_itself(e):
             args = [self.lane(e.args[0]), self.safe_divisor(e)]
         else:
             args = [self.lane(a) for a in e.args]
+        return self.per_lane(e.width, self.scalar_rule(e).format(*args))
+
+    def scalar_rule(self, e: ir.Op) -> str:
+        """The op's scalar C template (its helpers recorded)."""
         rendering = rendering_of(e)
         self.mod.use(rendering)
-        return self.per_lane(e.width, rendering.scalar.format(*args))
+        return rendering.scalar
 
     def masked_short_circuit(self, e: ir.Op) -> str:
         """`a and b` / `a or b` whose b can fail: b runs under the mask of the
@@ -676,19 +930,27 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         so a lane that a decided never raises in b."""
         left = self.vector_expr(e.args[0])
         undecided = left if OPS[e.op].base == "and" else f"~{left}"
-        outer = self.mask
-        self.mask = self.named(Width.BOOL, undecided if outer is None else f"{self.read(outer)} & {undecided}")
+        outer, mask = self.mask, self.active()
+        mine = self.named(Width.BOOL, undecided if mask is None else f"{mask} & {undecided}")
+        self.mask = tuple(mine if k == self.part else (outer[k] if outer else None) for k in range(self.parts))
         right = self.vector_expr(e.args[1])
         self.mask = outer
         return self.named(Width.BOOL, f"({left} {NATIVE[e.op][0]} {right})")
 
     def lane_call(self, e: ir.Op, form) -> str:
-        """`nu_<op>xG(&r, &a, ...)`: the lane form of the op's helper (lane_helpers.py)."""
+        """`nu_<op>xW(&r, &a, ...)`: the lane form of the op's helper (lane_helpers.py).
+        A partial form that leaves some lane to the scalar rule returns 0: then
+        every lane takes the scalar rule."""
         args = [self.vector_expr(a) for a in e.args]
-        self.preamble.use_lane_form(e.op)
+        self.preamble.use_lane_form(e.op, self.width)
         t = self.temp()
         self.line(f"{self.vec(e.width)} {t};")
-        self.line(f"{form.name}(&{t}, {', '.join('&' + a for a in args)});")
+        call = f"{form.name}(&{t}, {', '.join('&' + a for a in args)})"
+        if form.partial:
+            rule = self.scalar_rule(e).format(*(f"{a}[l]" for a in args))
+            self.line(f"if (!{call}) for (int l = 0; l < {self.width}; l++) {t}[l] = {bare(rule)};")
+        else:
+            self.line(f"{call};")
         self.reads.add(t)
         return t
 
@@ -716,10 +978,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
             a, b = (self.vector_expr(x) for x in narrowed)
             return self.named(Width.BOOL, f"({a} {COMPARE[e.op]} {b})")
         a, b = (self.vector_expr(x) for x in e.args)
-        text = f"({a} {COMPARE[e.op]} {b})"
-        if SIZES[ELEMENTS[e.args[0].width]] != 4:  # 64-bit lanes: narrow the 0 / -1 lanes
-            text = f"__builtin_convertvector({text}, {self.vec(Width.BOOL)})"
-        return self.named(Width.BOOL, text)
+        return self.named(Width.BOOL, self.compare_text(a, COMPARE[e.op], b, e.args[0].width))
 
     def convert(self, e: ir.Op) -> str:
         """A C conversion per lane.  Narrowing a binary64 vector that is a
@@ -745,6 +1004,6 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
     def named_typed(self, element: str, text: str) -> str:
         """A const vector temporary of `element` lanes holding `text`."""
         t = self.temp()
-        self.line(f"const {self.preamble.vector(element)} {t} = {text};")
+        self.line(f"const {self.vector_of(element)} {t} = {text};")
         self.reads.add(t)
         return t

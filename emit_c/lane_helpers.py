@@ -2,12 +2,14 @@
 
     lane_form("min.f32", 8) -> LaneForm(name="nu_min_f32x8", needs=(...), vectors=(...), code="...")
 
-The lane C (emit_c/lane.py) calls `nu_<op>x<G>(&r, &a, &b)` for an op listed
-in LANE_FORMS instead of the scalar helper once per lane.  Each form states
-the same rule as its scalar helper beside it in helpers.py, in vector
-operations, and is checked against it bit for bit by the lane differential
-(tests/test_lane_c.py, test_tiers.py) on edge inputs: NaNs of every kind,
-signed zeros, infinities, the clamps of exp.
+The lane C (emit_c/lane.py) calls `nu_<op>x<W>(&r, &a, &b)` on vectors of W
+lanes for an op listed in LANE_FORMS instead of the scalar helper once per
+lane.  Each form states the same rule as its scalar helper beside it in
+helpers.py, in vector operations, and is checked against it bit for bit by
+the lane differentials (tests/test_lane_c.py, test_tiers.py,
+test_lane_forms.py) on edge inputs: NaNs of every kind, signed zeros,
+infinities, the clamps of exp, shift counts around every boundary, the
+wraps' ranges.
 
   min / max       the canonical NaN if either operand is NaN; a < b picks a, b < a
                   picks b, equal (zeros of either sign) picks by a's sign
@@ -16,9 +18,20 @@ signed zeros, infinities, the clamps of exp.
   exp.f32         numerics.EXP_COEFFICIENTS, the same clamp, Horner order with fma
                   and seven squarings as nu_exp_f32
   bits / fromBits the canonical NaN pattern 0x7FC00000 for any NaN
+  neg             modular, in the unsigned type
+  shl / shr       the count's low 5 or 6 bits, the unsigned pattern shifted
+  floor / ceil /  the instruction where the tier has it (SSE4.1 rounds, SSE2
+  sqrt            sqrt), else C's function per lane: each has one exact result
+  abs             the sign bit cleared
+  idiv / mod .f64 floor(a / b), a - floor(a / b) * b, each step rounded once
+  wrap.f64.*      partial: the C conversion where every lane's truncation fits
+                  it, else 0, and the lane C runs the scalar nu_wrap_f64 per lane
+  eq.bool         masks equal where their xor is 0
 
 Operands and the result are passed by pointer: a GCC/Clang vector wider
 than the tier's registers passed by value changes the psABI (a warning).
+Every form is `__attribute__((unused))`: a unit carries the forms of each
+register width its gangs run at, and a target compiles one width's loop.
 """
 
 from __future__ import annotations
@@ -40,6 +53,10 @@ class LaneForm:
     needs: tuple[str, ...]     # other lane forms it calls (ops)
     vectors: tuple[str, ...]   # element C types whose vector typedefs it uses
     code: str
+    # covers only the common range: returns 0 when some lane is outside it,
+    # and the lane C then computes every lane by the scalar helper
+    partial: bool = False
+    lanes: bool = False        # calls the mask-lanes helper nu_lanes_xG
 
 
 def lane_form(op: str, g: int) -> Optional[LaneForm]:
@@ -51,9 +68,18 @@ def _splat(value: str, g: int) -> str:
     return "{" + ", ".join([value] * g) + "}"
 
 
-def _signature(name: str, vector: str, arity: int) -> str:
-    args = ", ".join(f"const {vector} *{x}" for x in "abc"[:arity])
-    return f"static inline void {name}({vector} *r, {args})"
+# A unit carries the forms of each register width its gangs run at, and a
+# target compiles the gang loop of one width: the others' forms go unused.
+_INLINE = "static inline __attribute__((unused))"
+
+
+def _signature(name: str, vector: str, arity: int, operands: Optional[tuple[str, ...]] = None,
+               returns: str = "void") -> str:
+    """`static inline void name(vector *r, const vector *a, ...)`; `operands`
+    names each operand's vector type where they differ from the result's."""
+    operands = operands or (vector,) * arity
+    args = ", ".join(f"const {v} *{x}" for v, x in zip(operands, "abc"))
+    return f"{_INLINE} {returns} {name}({vector} *r, {args})"
 
 
 def _min_max(kind: str, element: str, bits: str, nan: str):
@@ -115,26 +141,32 @@ def _chunked(name: str, vector: str, element: str, arity: int, chunks, fallback:
     return "\n".join([_signature(name, vector, arity), "{", *_by_isa(g, chunks, chunk, fallback_lines), "}"]) + "\n"
 
 
-# No AVX-512 form: its compare gives a k-register mask, and GCC 12.2 spills
-# that 16 bits wide and reloads it 32 bits wide, so under register pressure
-# the lanes read back had stack garbage in bits 16..31 and a masked while
-# never ended (tests/gcc_kmask_spill.md).  vmovmskps writes a general register.
-_MOVEMASK = ((8, "defined(__AVX__)", "__m256i", "_mm256_movemask_ps((__m256)c)"),
-             (4, "defined(__SSE__)", "__m128i", "_mm_movemask_ps((__m128)c)"))
+# No AVX-512 mask form: its compare gives a k-register mask, and GCC 12.2
+# spills that 16 bits wide and reloads it 32 bits wide, so under register
+# pressure the lanes read back had stack garbage in bits 16..31 and a masked
+# while never ended (tests/gcc_kmask_spill.md).  vmovmskps writes a general
+# register.  The mask is read whole, by a vector cast: a memcpy of part of it
+# sent it through memory every round of a masked while.
+_MOVEMASK = {
+    16: ("defined(__AVX512F__)", ["const __m512i v = (__m512i)*m;",
+                                  "return (unsigned)_mm256_movemask_ps((__m256)_mm512_castsi512_si256(v))",
+                                  "       | (unsigned)_mm256_movemask_ps((__m256)_mm512_extracti64x4_epi64(v, 1)) << 8;"]),
+    8: ("defined(__AVX__)", ["return (unsigned)_mm256_movemask_ps((__m256)*m);"]),
+    4: ("defined(__SSE__)", ["return (unsigned)_mm_movemask_ps((__m128)*m);"]),
+}
 
 
 def lanes_helper(g: int) -> str:
     """`nu_lanes_xG(&mask)`: the sign bits of a mask's lanes as an unsigned, bit
-    k for lane k, by movemask where the target has it (SSE: 4 lanes, AVX and
-    AVX-512: 8 at a time), else lane by lane."""
-    def chunk(width, vtype, movemask):
-        return [f"{vtype} c;", "memcpy(&c, (const int32_t *)m + k, sizeof c);",
-                f"bits |= (unsigned){movemask} << k;"]
-
-    fallback = [f"    for (int l = 0; l < {g}; l++) bits |= ((uint32_t)(*m)[l] >> 31) << l;"]
+    k for lane k, by movemask where the target has a register of the mask's
+    width (SSE: 4 lanes, AVX: 8, AVX-512: 16), else lane by lane."""
+    fallback = ["    unsigned bits = 0;", f"    for (int l = 0; l < {g}; l++) bits |= ((uint32_t)(*m)[l] >> 31) << l;",
+                "    return bits;"]
+    if g in _MOVEMASK:
+        macro, lines = _MOVEMASK[g]
+        fallback = [f"#if {macro}", *("    " + line for line in lines), "#else", *fallback, "#endif"]
     return "\n".join(["\n/* the set lanes of a mask: bit k is lane k */",
-                      f"static inline unsigned nu_lanes_x{g}(const nu_i32x{g} *m)", "{", "    unsigned bits = 0;",
-                      *_by_isa(g, _MOVEMASK, chunk, fallback), "    return bits;", "}"]) + "\n"
+                      f"{_INLINE} unsigned nu_lanes_x{g}(const nu_i32x{g} *m)", "{", *fallback, "}"]) + "\n"
 
 
 _FMA_F32 = ((16, "defined(__AVX512F__)", "__m512", "_mm512_fmadd_ps"),
@@ -158,7 +190,7 @@ def _exp_f32(g: int) -> LaneForm:
                        for c in reversed(EXP_COEFFICIENTS[:EXP_DEGREE]))
     code = f"""
 /* exp.f32 per lane: nu_exp_f32's sequence (clamp, t = x / 128, Horner with fma, seven squarings) */
-static inline void {name}({f} *r, const {f} *a)
+{_signature(name, f, 1)}
 {{
     const {i} nan = (*a != *a);
     const {f} lo = {low}, hi = {high}, scale = {scale};
@@ -181,7 +213,7 @@ def _bits_f32(g: int) -> LaneForm:
     name = f"nu_bits_f32x{g}"
     code = f"""
 /* bits.f32 per lane: the 32 bits; any NaN gives 0x7FC00000 */
-static inline void {name}({u} *r, const {f} *a)
+{_signature(name, u, 1, (f,))}
 {{
     const {i} nan = (*a != *a), canonical = {_splat(F32_NAN, g)};
     *r = ({u})((({i})*a & ~nan) | (canonical & nan));
@@ -195,7 +227,7 @@ def _frombits_f32(g: int) -> LaneForm:
     name = f"nu_frombits_f32x{g}"
     code = f"""
 /* fromBits.f32 per lane: the binary32 of 32 bits; a NaN pattern gives 0x7FC00000 */
-static inline void {name}({f} *r, const {u} *a)
+{_signature(name, f, 1, (u,))}
 {{
     const {u} sign = {_splat("0x80000000u", g)}, infinity = {_splat("0x7F800000u", g)};
     const {i} nan = ({i})((*a & ~sign) > infinity), canonical = {_splat(F32_NAN, g)};
@@ -203,6 +235,174 @@ static inline void {name}({f} *r, const {u} *a)
 }}
 """
     return LaneForm(name, (), ("float", "int32_t", "uint32_t"), code)
+
+
+# ---- integers: modular negation and shifts, as nu_neg_* / nu_shl_* / nu_shr_* state them
+
+_UNSIGNED = {"i32": "uint32_t", "u32": "uint32_t", "i64": "uint64_t", "u64": "uint64_t"}
+_ELEMENT = {"i32": "int32_t", "u32": "uint32_t", "i64": "int64_t", "u64": "uint64_t",
+            "f64": "double", "f32": "float"}
+
+
+def _vector(short: str, g: int) -> str:
+    return f"nu_{short}x{g}"
+
+
+def _unsigned_vector(short: str, g: int) -> str:
+    return _vector("u" + short[1:], g)
+
+
+def _neg(short: str):
+    def make(g: int) -> LaneForm:
+        t, u = _vector(short, g), _unsigned_vector(short, g)
+        name = f"nu_neg_{short}x{g}"
+        code = f"""
+/* neg.{short} per lane: modulo 2^{short[1:]} (-MIN is MIN), computed as {_UNSIGNED[short]} */
+{_signature(name, t, 1)}
+{{
+    *r = ({t})(-({u})*a);
+}}
+"""
+        return LaneForm(name, (), (_ELEMENT[short], _UNSIGNED[short]), code)
+    return make
+
+
+def _shift(kind: str, short: str):
+    """shl / shr: the count's low 5 (32-bit) or 6 (64-bit) bits, the value's
+    unsigned pattern shifted (>> logical).  The count is an int32 vector,
+    taken as uint32 and widened to the value's lanes for a 64-bit shift."""
+    def make(g: int) -> LaneForm:
+        t, u, n = _vector(short, g), _unsigned_vector(short, g), _vector("i32", g)
+        bits = int(short[1:])
+        name = f"nu_{kind}_{short}x{g}"
+        count = f"({_vector('u32', g)})*b"
+        if bits == 64:
+            count = f"__builtin_convertvector({count}, {u})"
+        code = f"""
+/* {kind}.{short} per lane: the count's low {5 if bits == 32 else 6} bits, shifted as {_UNSIGNED[short]}{', logical' if kind == 'shr' else ''} */
+{_signature(name, t, 2, (t, n))}
+{{
+    const {u} low = {_splat(f"{bits - 1}u", g)};
+    *r = ({t})(({u})*a {'<<' if kind == 'shl' else '>>'} ({count} & low));
+}}
+"""
+        return LaneForm(name, (), (_ELEMENT[short], _UNSIGNED[short], "int32_t", "uint32_t"), code)
+    return make
+
+
+# ---- binary64 and binary32: floor, ceil, sqrt by the instruction; abs by the sign bit
+
+def _x86(name: str, double: bool, oldest: str) -> tuple:
+    """(lanes, macro, vector type, intrinsic) of `_mm*_<name>_pd` / `_ps` at each
+    register width, widest first; `oldest`: the macro of the 16-byte form."""
+    lanes, suffix, d = (8, "pd", "d") if double else (16, "ps", "")
+    return ((lanes, "defined(__AVX512F__)", f"__m512{d}", f"_mm512_{name}_{suffix}"),
+            (lanes // 2, "defined(__AVX__)", f"__m256{d}", f"_mm256_{name}_{suffix}"),
+            (lanes // 4, oldest, f"__m128{d}", f"_mm_{name}_{suffix}"))
+
+
+_ROUND = {
+    "floor.f64": _x86("floor", True, "defined(__SSE4_1__)"),
+    "ceil.f64": _x86("ceil", True, "defined(__SSE4_1__)"),
+    "sqrt.f64": _x86("sqrt", True, "defined(__SSE2__)"),
+    "sqrt.f32": _x86("sqrt", False, "defined(__SSE__)"),
+}
+_LIBM = {"floor.f64": "floor", "ceil.f64": "ceil", "sqrt.f64": "sqrt", "sqrt.f32": "sqrtf"}
+
+
+def _instruction(op: str):
+    """An IEEE operation with one correct result (floor, ceil, a correctly rounded
+    sqrt): the widest instruction the tier has, else C's function per lane."""
+    base, short = op.split(".")
+
+    def make(g: int) -> LaneForm:
+        name = f"nu_{base}_{short}x{g}"
+        code = (f"\n/* {op} per lane: exact, the instruction where the tier has it, else {_LIBM[op]} */\n"
+                + _chunked(name, _vector(short, g), _ELEMENT[short], 1, _ROUND[op], _LIBM[op], g))
+        return LaneForm(name, (), (_ELEMENT[short],), code)
+    return make
+
+
+def _abs(short: str):
+    def make(g: int) -> LaneForm:
+        t, i = _vector(short, g), _vector("i" + short[1:], g)
+        name = f"nu_abs_{short}x{g}"
+        magnitude = "0x7FFFFFFF" if short == "f32" else "0x7FFFFFFFFFFFFFFF"
+        code = f"""
+/* abs.{short} per lane: the sign bit cleared (fabs) */
+{_signature(name, t, 1)}
+{{
+    const {i} magnitude = {_splat(magnitude, g)};
+    *r = ({t})(({i})*a & magnitude);
+}}
+"""
+        return LaneForm(name, (), (_ELEMENT[short], f"int{short[1:]}_t"), code)
+    return make
+
+
+def _floor_division(kind: str):
+    """idiv.f64 = floor(a / b); mod.f64 = a - floor(a / b) * b, each step rounded once."""
+    def make(g: int) -> LaneForm:
+        f = _vector("f64", g)
+        name = f"nu_{kind}_f64x{g}"
+        result = "q" if kind == "idiv" else "*a - q * *b"
+        code = f"""
+/* {kind}.f64 per lane: {'floor(a / b)' if kind == 'idiv' else "Lua's a - floor(a / b) * b"}, each step rounded once */
+{_signature(name, f, 2)}
+{{
+    nu_f64x{g} q = *a / *b;
+    nu_floor_f64x{g}(&q, &q);
+    *r = {result};
+}}
+"""
+        return LaneForm(name, ("floor.f64",), ("double",), code)
+    return make
+
+
+# ---- the ECMAScript wraps of a binary64: the fast range by conversion, the rest by nu_wrap_f64
+
+def _wrap(short: str):
+    """Where every lane's truncation fits the conversion (-2^31 - 1 < x < 2^31
+    for a 32-bit result, -2^63 <= x < 2^63 for a 64-bit one), the C conversion gives
+    nu_wrap_f64's bits (truncated, modulo 2^bits); otherwise 0 and the lane C
+    computes each lane by the scalar rule."""
+    def make(g: int) -> LaneForm:
+        t, f, i = _vector(short, g), _vector("f64", g), _vector("i64", g)
+        name = f"nu_wrap_f64_{short}x{g}"
+        low, high = ("-0x1.00000002p+31", "0x1p+31") if short[1:] == "32" else ("-0x1p+63", "0x1p+63")
+        inside = "(*a > lo)" if short[1:] == "32" else "(*a >= lo)"
+        signed = _vector("i" + short[1:], g)
+        code = f"""
+/* wrap.f64.{short} per lane where every lane's truncation fits int{short[1:]}_t; else 0 (nu_wrap_f64 per lane) */
+{_signature(name, t, 1, (f,), "int")}
+{{
+    const {f} lo = {_splat(low, g)}, hi = {_splat(high, g)};
+    const nu_i32x{g} fits = __builtin_convertvector(({i})({inside} & (*a < hi)), nu_i32x{g});
+    if (nu_lanes_x{g}(&fits) != {_full(g)}) return 0;
+    *r = ({t})__builtin_convertvector(*a, {signed});
+    return 1;
+}}
+"""
+        vectors = ("double", "int64_t", "int32_t", _ELEMENT[short], _ELEMENT["i" + short[1:]])
+        return LaneForm(name, (), vectors, code, partial=True, lanes=True)
+    return make
+
+
+def _full(g: int) -> str:
+    """The lanes of a full mask, as nu_lanes_xG returns them."""
+    return f"{(1 << g) - 1}u"
+
+
+def _eq_bool(g: int) -> LaneForm:
+    name, m = f"nu_eq_boolx{g}", f"nu_i32x{g}"
+    code = f"""
+/* eq.bool per lane: masks (0 / -1) are equal where their xor is 0 */
+{_signature(name, m, 2)}
+{{
+    *r = ~(*a ^ *b);
+}}
+"""
+    return LaneForm(name, (), ("int32_t",), code)
 
 
 LANE_FORMS = {
@@ -214,6 +414,15 @@ LANE_FORMS = {
     "exp.f32": _exp_f32,
     "bits.f32.u32": _bits_f32,
     "frombits.u32.f32": _frombits_f32,
+    **{f"neg.{w}": _neg(w) for w in ("i32", "u32", "i64", "u64")},
+    **{f"{kind}.{w}": _shift(kind, w) for kind in ("shl", "shr") for w in ("i32", "i64", "u64")},
+    **{op: _instruction(op) for op in _ROUND},
+    "abs.f64": _abs("f64"),
+    "abs.f32": _abs("f32"),
+    "idiv.f64": _floor_division("idiv"),
+    "mod.f64": _floor_division("mod"),
+    **{f"wrap.f64.{w}": _wrap(w) for w in ("i32", "u32", "i64", "u64")},
+    "eq.bool": _eq_bool,
 }
 # lane C runs operators and casts natively (lane_vectors.py): a form is for a rule
 check_rendered("emit_c/lane_helpers.py LANE_FORMS", LANE_FORMS,

@@ -1,7 +1,7 @@
 """Lane C's loads and stores: how a gang of G elements moves between memory and vectors.
 
 A struct of one field is a contiguous array: a gang's field is one vector
-load or store (memcpy).  A struct whose fields all have one size is read as
+load or store (memcpy) per vector of the gang.  A struct whose fields all have one size is read as
 F vectors of the gang's G elements and shuffled into fields
 (`__builtin_shufflevector`; lane by lane with a GCC before 12); when the gang
 body writes every field of such a span exactly once at its top level and
@@ -10,9 +10,13 @@ way (writing later is invisible: the span is disjoint from every other, the
 rewrite checked).  Other structs are read lane by lane, each lane's element
 in the vector's initializer, and written lane by lane, a masked lane's store
 skipped.  A stored binary32 has its NaNs made canonical by a vector blend.
+What a load read stays in scope for the loads after it (`loaded`: the block's
+vectors, the field's vector) until a store to its span or the end of its
+block; the emitter drops it before a statement whose blocks store to the span.
 
 `LaneMemory` is a mixin of the lane function emitter (emit_c/lane.py), whose
-state it uses: the gang's base index, mask, counter and spans.
+state it uses: the gang's base index, mask, counter, spans, and the vector
+being written (`part`, lanes `width` each).
 """
 
 from __future__ import annotations
@@ -31,23 +35,34 @@ class LaneMemory:
     def stmt_Store(self, s: ir.Store) -> None:
         """Lane by lane (guarded by the mask's lane), or, unmasked into a struct
         of that one field, the gang's G values built as a vector and copied
-        into the G consecutive elements at once."""
+        into the G consecutive elements at once.  What loads read of the span
+        before is stale after it."""
         if self.varying_names is None:
             return super().stmt_Store(s)
+        self.store(s)
+        self.loaded = {key: value for key, value in self.loaded.items() if key[0] != s.span}
+
+    def store(self, s: ir.Store) -> None:
         pointer = self.spans[s.span][0]
         self.reads.add(pointer)
         field, storage, whole = self.field_of(s.span, s.field)
-        element = f"{pointer}[{self.read(self.base)} + {LANE} - 1].{field}"
-        if whole and self.mask is None:
+        element = f"{pointer}[{self.part_base()} + {LANE} - 1].{field}"
+        mask = self.active()
+        if whole and mask is None:
             t = self.stored_vector(s.value, storage)
             self.line(f"memcpy(&{element.replace(LANE, '0')}, &{t}, sizeof {t});")
             return
         if id(s) in self.block_stores:
             return self.pend_store(s, storage)
         value = self.store_value(s.value, self.lane(s.value), storage)
-        guard = "" if self.mask is None else f"if ({self.read(self.mask)}[l]) "
-        self.line(f"for (int l = 0; l < {self.gang}; l++) "
+        guard = "" if mask is None else f"if ({mask}[l]) "
+        self.line(f"for (int l = 0; l < {self.width}; l++) "
                   f"{guard}{element.replace(LANE, 'l')} = {bare(value.replace(LANE, 'l'))};")
+
+    def part_base(self) -> str:
+        """C for the index of the first element of the vector being written."""
+        offset = self.part * self.width
+        return f"{self.read(self.base)} + {offset}" if offset else self.read(self.base)
 
     def whole_element_stores(self, gang: ir.Gang) -> dict[int, str]:
         """The stores that may wait for one another to write the gang's elements
@@ -71,29 +86,29 @@ class LaneMemory:
         """Keep a field's vector (as the signed integers of its size); with the
         last field of the span, interleave them and write the G elements."""
         vector = self.stored_vector(s.value, storage)
-        bits = self.preamble.vector(BLEND[SIZES[FIELD_C_TYPES[storage.name]]])
-        self.pending.setdefault(s.span, {})[s.field] = self.named_typed(
-            BLEND[SIZES[FIELD_C_TYPES[storage.name]]], f"({bits}){vector}")
+        bits = self.vector_of(BLEND[SIZES[FIELD_C_TYPES[storage.name]]])
+        pending = self.pending.setdefault((s.span, self.part), {})
+        pending[s.field] = self.named_typed(BLEND[SIZES[FIELD_C_TYPES[storage.name]]], f"({bits}){vector}")
         fields = [n for n, _ in self.mod.module.struct(self.spans[s.span][2].struct).fields]
-        if len(self.pending[s.span]) == len(fields):
-            vectors = self.pending.pop(s.span)
-            self.write_block(s.span, [vectors[n] for n in fields], bits)
+        if len(pending) == len(fields):
+            del self.pending[(s.span, self.part)]
+            self.write_block(s.span, [pending[n] for n in fields], bits)
 
     def write_block(self, span: str, vectors: list[str], bits: str) -> None:
         """Interleave F field vectors into the gang's F vectors of elements and copy them out."""
-        pointer, count, g = self.spans[span][0], len(vectors), self.gang
+        pointer, count, g, base = self.spans[span][0], len(vectors), self.width, self.part_base()
         self.reads.add(pointer)
         self.line("#if defined(__clang__) || __GNUC__ >= 12")
         for k in range(count):
             picks = [divmod(k * g + j, count)[::-1] for j in range(g)]  # (field, element) of each lane
             t = self.temp()
             self.line(f"const {bits} {t} = {self.shuffled(vectors, picks, bits)};")
-            self.line(f"memcpy((char *)&{pointer}[{self.read(self.base)} - 1] + {k} * sizeof {t}, &{t}, sizeof {t});")
+            self.line(f"memcpy((char *)&{pointer}[{base} - 1] + {k} * sizeof {t}, &{t}, sizeof {t});")
         self.line("#else")
         fields = self.mod.structs[self.spans[span][2].struct][1]
         names = [n for n, _ in self.mod.module.struct(self.spans[span][2].struct).fields]
         for name, vector in zip(names, vectors):
-            self.line(f"for (int l = 0; l < {g}; l++) memcpy(&{pointer}[{self.read(self.base)} + l - 1].{fields[name]}, "
+            self.line(f"for (int l = 0; l < {g}; l++) memcpy(&{pointer}[{base} + l - 1].{fields[name]}, "
                       f"(const char *)&{vector} + l * sizeof {vector}[0], sizeof {vector}[0]);")
         self.line("#endif")
 
@@ -110,16 +125,16 @@ class LaneMemory:
             vector = self.vector_expr(e)
             if c_type(e.width) == stored:
                 return vector
-            unsigned = self.preamble.vector(f"uint{storage.bits}_t")
-            return self.named_typed(stored, f"({self.preamble.vector(stored)})__builtin_convertvector({vector}, {unsigned})")
+            unsigned = self.vector_of(f"uint{storage.bits}_t")
+            return self.named_typed(stored, f"({self.vector_of(stored)})__builtin_convertvector({vector}, {unsigned})")
         vector = self.vector_expr(e)
         if c_type(e.width) != stored:
-            vector = self.named_typed(stored, f"__builtin_convertvector({vector}, {self.preamble.vector(stored)})")
+            vector = self.named_typed(stored, f"__builtin_convertvector({vector}, {self.vector_of(stored)})")
         if stored != "float" or isinstance(e, ir.Const):
             return vector
-        bits = self.preamble.vector("int32_t")
-        nan = self.named_typed("int32_t", "{" + ", ".join(["0x7FC00000"] * self.gang) + "}")
-        return self.named_typed(stored, f"({self.preamble.vector(stored)})((({bits}){vector} & ~({vector} != {vector}))"
+        bits = self.vector_of("int32_t")
+        nan = self.named_typed("int32_t", "{" + ", ".join(["0x7FC00000"] * self.width) + "}")
+        return self.named_typed(stored, f"({self.vector_of(stored)})((({bits}){vector} & ~({vector} != {vector}))"
                                         f" | ({nan} & ({vector} != {vector})))")
 
     def field_of(self, span: str, name: str):
@@ -144,20 +159,27 @@ class LaneMemory:
         return [n for n, _ in struct.fields].index(name), len(sizes)
 
     def block_load(self, span: str, name: str, element: str, per_lane_c: str) -> str:
-        """One field of the gang's block of elements: F vector loads, then
-        shuffles picking the field's lanes (`__builtin_shufflevector`: Clang,
-        GCC 12 on; an older GCC reads the lanes one by one)."""
+        """One field of the gang's block of elements: F vector loads of the
+        size's signed integers (once for every field of the block in scope),
+        then shuffles picking the field's lanes (`__builtin_shufflevector`:
+        Clang, GCC 12 on; an older GCC reads the lanes one by one)."""
         index, count = self.block_of(span, name)
-        pointer, vector, g = self.spans[span][0], self.preamble.vector(element), self.gang
-        parts = [self.temp("v") for _ in range(count)]
+        pointer, vector, g = self.spans[span][0], self.vector_of(element), self.width
+        bits = self.vector_of(BLEND[SIZES[element]])
+        parts = self.loaded.get((span, self.part))
+        fresh = parts is None
+        if fresh:
+            parts = self.loaded[(span, self.part)] = [self.temp("v") for _ in range(count)]
         t = self.temp()
         self.line("#if defined(__clang__) || __GNUC__ >= 12")
-        for k, part in enumerate(parts):
-            self.line(f"{vector} {part};")
-            self.line(f"memcpy(&{part}, (const char *)&{pointer}[{self.read(self.base)} - 1] + {k} * sizeof {part},"
-                      f" sizeof {part});")
+        if fresh:
+            for k, part in enumerate(parts):
+                self.line(f"{bits} {part};")
+                self.line(f"memcpy(&{part}, (const char *)&{pointer}[{self.part_base()} - 1] + {k} * sizeof {part},"
+                          f" sizeof {part});")
         picks = [divmod(lane * count + index, g) for lane in range(g)]
-        self.line(f"const {vector} {t} = {self.shuffled(parts, picks, vector)};")
+        cast = "" if bits == vector else f"({vector})"
+        self.line(f"const {vector} {t} = {cast}{self.shuffled(parts, picks, bits)};")
         self.line("#else")
         self.line(f"const {vector} {t} = {self.lanes_of(per_lane_c)};")
         self.line("#endif")
@@ -168,7 +190,7 @@ class LaneMemory:
         """C for the vector whose lane l is lane picks[l][1] of sources[picks[l][0]]:
         a two-source shuffle of the first two sources used, merged with each
         further one in turn."""
-        g = self.gang
+        g = self.width
         used = sorted({src for src, _ in picks})
         if len(used) == 1:
             used.append(used[0])
@@ -200,17 +222,23 @@ class LaneMemory:
         C type): one contiguous vector load when the struct is that field alone,
         block loads and shuffles when its fields have one size, else element by
         element."""
+        key = (e.span, self.part, e.field)
+        if key not in self.loaded:
+            self.loaded[key] = self.load_field(e)
+        return self.loaded[key]
+
+    def load_field(self, e: ir.Load) -> tuple[str, str]:
         pointer = self.spans[e.span][0]
         self.reads.add(pointer)
         field, storage, whole = self.field_of(e.span, e.field)
         stored = FIELD_C_TYPES[storage.name]
         if whole:
             t = self.temp()
-            self.line(f"{self.preamble.vector(stored)} {t};")
-            self.line(f"memcpy(&{t}, &{pointer}[{self.read(self.base)} - 1].{field}, sizeof {t});")
+            self.line(f"{self.vector_of(stored)} {t};")
+            self.line(f"memcpy(&{t}, &{pointer}[{self.part_base()} - 1].{field}, sizeof {t});")
             self.reads.add(t)
             return t, stored
-        access = f"{pointer}[{self.read(self.base)} + {LANE} - 1].{field}"
+        access = f"{pointer}[{self.part_base()} + {LANE} - 1].{field}"
         if self.block_of(e.span, e.field) is not None:
             return self.block_load(e.span, e.field, stored, access), stored
         if stored in SIZES:

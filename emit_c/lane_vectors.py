@@ -1,8 +1,9 @@
 """What a lane vector is in lane C, and how lane C runs each op on one.
 
-A varying value of width W is a GCC/Clang vector of G lanes of
-`ELEMENTS[W]`, typedef'd `nu_<SHORT>x<G>` (`nu_f64x8`); a varying boolean is
-a mask, int32 lanes of 0 or -1.  Selects blend a value as the signed integer
+A varying value of width W is a GCC/Clang vector of `ELEMENTS[W]` lanes,
+typedef'd `nu_<SHORT>x<lanes>` (`nu_f64x8`): the gang's G lanes, or a
+register's share of them (`REGISTERS`, the register widths lane C is written
+for; emit_c/lane.py); a varying boolean is a mask, int32 lanes of 0 or -1.  Selects blend a value as the signed integer
 of its size (`BLEND`).  In the C written for one lane, `LANE` stands for the
 lane's index until it is written out per lane or as a loop's `l`.
 """
@@ -26,6 +27,14 @@ SHORT = {"double": "f64", "float": "f32", "int32_t": "i32", "uint32_t": "u32", "
 SIZES = {"double": 8, "float": 4, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8}
 BLEND = {4: "int32_t", 8: "int64_t"}  # the signed element a value of each size blends as
 LANE = "@LANE@"  # in the C of one lane: its index, written out per lane or as the loop's `l`
+
+# The vector registers a target may have, widest first: (bytes, the predefined
+# macro that says the target has them; None: every target, SSE2 or NEON).  A
+# gang's every vector fits one register: a gang wider than that runs as
+# several register-wide vectors (emit_c/lane.py), since GCC lowers a wider
+# generic vector through memory, lane by lane.
+REGISTERS: tuple[tuple[int, Optional[str]], ...] = (
+    (64, "defined(__AVX512F__)"), (32, "defined(__AVX2__)"), (16, None))
 
 
 # ---- how lane C runs each op (ops.OpInfo.vector) ---------------------------------

@@ -35,7 +35,7 @@ from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.varying import LoopPlan, outer_assigned, outer_read_after, reductions_of
 from nupp.scalar_ir.walk import blocks, fails_itself, own_exprs, raises, statements, subexprs
 
-GANG_SIZES = (4, 8, 16)
+GANG_SIZES = (4, 8, 16, 32)
 
 
 def mark_masks(body, varying) -> tuple:

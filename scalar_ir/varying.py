@@ -3,7 +3,7 @@
 The first piece of the lane rewrite: an analysis, not a transform.  For each
 outermost `For` whose bound reads a span length (`len %s`, directly or
 through a local set from one) it decides whether the loop can be rewritten
-into gangs of G consecutive iterations (G in 4, 8, 16), and if not, why, in
+into gangs of G consecutive iterations (G in 4, 8, 16, 32), and if not, why, in
 words a user understands.  Inner loops, ifs and whiles are part of the body.
 
 Uniform and varying (the ISPC rule, iterated to a fixed point):

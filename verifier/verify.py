@@ -94,7 +94,7 @@ Placement
 
 Lane IR (`lane_ir=True`, after lane_rewrite; elsewhere a Gang is a node-kind error)
   gang-placement       a Gang is not inside another loop
-  gang-size            a Gang's size is 4, 8 or 16 (or unset: the rewrite's output, before sizing)
+  gang-size            a Gang's size is 4, 8, 16 or 32 (or unset: the rewrite's output, before sizing)
   gang-varying         a Gang's varying names are exactly (sorted) the varying locals its
                        body infers (scalar_ir/varying.py's rule, run afresh)
   gang-mask            an If / While / For is marked masked exactly when it is in a
