@@ -17,7 +17,7 @@ inputs are never changed.  `result` is a `dask.delayed.Delayed` combining
 the chunks' results through a tree of `split_every` (8) at a time with the
 reduction's exact op (the IR's own rule, scalar_ir/fold.py), so it equals
 one call's result bit for bit.  Only functions whose iterations cannot tell
-where their chunk starts are split (runtime/chunks.py); the others are
+where their chunk starts are split (runtime/chunking.py); the others are
 refused with the reason, a NuppError at the construct refused.
 
 An error: a call of a chunk raises, and the element whose iteration raised
@@ -61,7 +61,7 @@ from nupp.errors import Source, error_at
 from nupp.paths import NuppEnvironmentError
 from nupp.pipeline import compile_module
 from nupp.runtime.api import NuppRuntimeError, load
-from nupp.runtime.chunks import chunk_refusal, result_op
+from nupp.runtime.chunking import chunk_refusal, result_op
 from nupp.runtime.host import display_path
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import evaluate
