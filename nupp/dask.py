@@ -54,7 +54,7 @@ import numpy as np
 import dask
 import dask.array as da
 from dask.base import tokenize
-from dask.delayed import Delayed, delayed
+from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
 from nupp.errors import Source, error_at
@@ -209,43 +209,39 @@ def _graph(call: _Call, sources: list, names: tuple, split_every: int) -> Chunke
     block; the summaries combined through a tree whose root is the result.  A
     block raises the first error of the chunks up to its own, which the tree's
     nodes covering the chunks before it tell (a handful per level, so no chain
-    of tasks runs through the chunks).
+    of tasks runs through the chunks).  One layer holds every task.
 
     Every task takes the call itself, one node of the graph, as an argument:
     with two dependencies or more, none of them is fused into a linear chain,
     whose renamed keys would depend on what a computation asks for (a
     distributed scheduler still holding a key from an earlier computation,
     after an error, may deadlock on the same key with another task)."""
-    token = tokenize(call, *(s.name for s in sources))
-    key = lambda what, b: f"nupp-{call.function}-{what}-{token}-{b}"  # noqa: E731
-    spec = delayed(call, name=key("spec", 0), traverse=False)
-    blocks = [s.to_delayed().ravel() for s in sources]
-    sizes = sources[0].chunks[0]
-    outcomes = [delayed(_run_chunk)(spec, b, offset, *(blks[b] for blks in blocks), dask_key_name=key("call", b))
-                for b, offset in enumerate(accumulate(sizes[:-1], initial=0))]
-    levels = [[delayed(_summary)(spec, outcome, dask_key_name=key("summary", b))
-               for b, outcome in enumerate(outcomes)]]
+    layer = f"nupp-{call.function}-{tokenize(call, *(s.name for s in sources))}"
+    spec, sizes = (layer, "call"), sources[0].chunks[0]
+    blocks = [s.__dask_keys__() for s in sources]  # of a 1-d array: its blocks' keys in order
+    graph = {spec: call}
+    calls = [(layer, "chunk", b) for b in range(len(sizes))]
+    for b, offset in enumerate(accumulate(sizes[:-1], initial=0)):
+        graph[calls[b]] = (_run_chunk, spec, b, offset, *(keys[b] for keys in blocks))
+    levels = [[(layer, "summary", b) for b in range(len(sizes))]]
+    graph.update({summary: (_summary, spec, chunk) for summary, chunk in zip(levels[0], calls)})
     while len(levels[-1]) > 1:
-        below = levels[-1]
-        levels.append([delayed(_combine)(spec, *below[i:i + split_every],
-                                         dask_key_name=key(f"combine{len(levels)}", i // split_every))
-                       for i in range(0, len(below), split_every)])
+        below, level = levels[-1], len(levels)
+        levels.append([(layer, f"combine{level}", i // split_every) for i in range(0, len(below), split_every)])
+        graph.update({node: (_combine, spec, *below[i * split_every:(i + 1) * split_every])
+                      for i, node in enumerate(levels[-1])})
+    result = (layer, "result")
+    graph[result] = (_result, spec, levels[-1][0])
+    result = Delayed(result, HighLevelGraph.from_collections(layer, graph, dependencies=sources), layer=layer)
     spans = {}
     for k, (name, position) in enumerate(zip(names, call.written)):
-        takes = [delayed(_take)(spec, outcome, k, *_covering(levels, split_every, b),
-                                dask_key_name=key(f"take-{name}", b))
-                 for b, outcome in enumerate(outcomes)]
-        spans[name] = _array(f"nupp-{call.function}-{name}-{token}", takes, sizes,
-                             sources[call.args[position].source].dtype)
-    return ChunkedCall(spans, delayed(_result)(spec, levels[-1][0], dask_key_name=key("result", 0)))
-
-
-def _array(name: str, blocks: list, sizes: tuple, dtype: np.dtype) -> da.Array:
-    """The dask array whose blocks are the Delayed `blocks`, of `dtype` as it is
-    (da.concatenate would promote a struct's dtype to one without its padding)."""
-    graph = HighLevelGraph.from_collections(name, {(name, b): block.key for b, block in enumerate(blocks)},
-                                            dependencies=blocks)
-    return da.Array(graph, name, chunks=(sizes,), dtype=dtype)
+        array = f"{layer}-{name}"
+        takes = {(array, b): (_take, spec, chunk, k, *_covering(levels, split_every, b))
+                 for b, chunk in enumerate(calls)}
+        # the struct's dtype as it is (da.concatenate of blocks would drop its padding)
+        spans[name] = da.Array(HighLevelGraph.from_collections(array, takes, dependencies=[result]), array,
+                               chunks=(sizes,), dtype=sources[call.args[position].source].dtype)
+    return ChunkedCall(spans, result)
 
 
 def _covering(levels: list, split_every: int, chunk: int) -> list:
