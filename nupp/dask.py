@@ -35,10 +35,10 @@ loaded module (it holds a LuaJIT state): each worker process loads it once
 (`nupp.load`, whose compile cache builds the library once per machine) and
 refuses a file that differs from the one the graph was built from.  Every
 worker needs nupp, the module at the same absolute path, and a C compiler
-(or a warm cache).  Calls in one process take turns on its one LuaJIT
-state: Dask's local threaded scheduler gives correct results, and worker
-processes (a `distributed` LocalCluster, or scheduler="processes") use the
-cores.
+(or a warm cache).  Calls in one process do not overlap (two threads calling
+took as long as one calling twice, measured): Dask's local threaded scheduler
+gives the same results, and worker processes (a `distributed` cluster, or
+scheduler="processes") use the cores.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from dask.highlevelgraph import HighLevelGraph
 from nupp.errors import Source, error_at
 from nupp.paths import NuppEnvironmentError
 from nupp.pipeline import compile_module
-from nupp.runtime.api import NuppRuntimeError, load
+from nupp.runtime.api import OPTION_TYPES, NuppRuntimeError, load
 from nupp.runtime.chunking import chunk_refusal, result_op
 from nupp.runtime.host import display_path
 from nupp.scalar_ir import nodes as ir
@@ -68,7 +68,7 @@ from nupp.scalar_ir.fold import evaluate
 
 __all__ = ["ChunkError", "ChunkedCall", "map"]
 
-LOAD_OPTIONS = ("mode", "cc", "gang", "tier", "spirv_runner")  # nupp.load's keyword arguments
+LOAD_OPTIONS = tuple(OPTION_TYPES)  # nupp.load's keyword arguments
 
 
 class ChunkError(NuppRuntimeError):
@@ -98,7 +98,7 @@ class ChunkedCall:
 def map(path: str | Path, function: str, *args, split_every: int = 8, **load_options) -> ChunkedCall:
     """`function` of the module at `path` called on `args` chunk by chunk (see the
     module's docstring); `load_options` are nupp.load's (mode, cc, gang, tier,
-    spirv_runner), used by every worker."""
+    ...), with which every worker loads the module."""
     unknown = sorted(set(load_options) - set(LOAD_OPTIONS))
     if unknown:
         raise TypeError(f"nupp.dask.map: unknown option {unknown[0]!r} "
@@ -186,8 +186,8 @@ def _span_sources(fn: ir.Function, args) -> tuple[list, list]:
         where = f"argument #{k + 1} ({param.name}) of '{fn.name}'"
         if not isinstance(param.type, ir.SpanType):
             if dask.is_dask_collection(value):
-                raise TypeError(f"nupp.dask.map: {where} is a number, passed as it is to every chunk: "
-                                f"got a dask {type(value).__name__}; compute it first")
+                raise TypeError(f"nupp.dask.map: {where} is not a span, and is passed as it is to every "
+                                f"chunk: got a dask {type(value).__name__}; compute it first")
             slots.append(value)
             continue
         if not isinstance(value, da.Array) or value.ndim != 1:
