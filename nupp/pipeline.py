@@ -36,8 +36,8 @@ from nupp.scalar_ir.fold import fold_module
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.backends import backend_named
 from nupp.targets.device import RUNNERS, Runner, runner
-from nupp.targets.tiers import (TierBuild, TieredModule, check_pins, choose_tier, tier_named, tiered_library,
-                                tiers_to_build)
+from nupp.targets.tiers import (TierBuild, TieredModule, check_pins, choose_tier, dispatcher_unit, tier_named,
+                                tier_to_build, tiered_library, tiers_to_build)
 from nupp.targets.toolchain import Unit, build_library, build_units, find_toolchain
 from nupp.verifier import check as verify
 
@@ -135,7 +135,7 @@ class Request:
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"unknown mode '{self.mode}' (modes: {', '.join(MODES)})")
-        if self.mode in ("lane", "spirv"):
+        if self.mode in TIERED_MODES:
             check_pins(self.gang, self.tier)
         if self.spirv_runner not in RUNNERS:
             raise ValueError(f"unknown SPIR-V runner '{self.spirv_runner}' (runners: {', '.join(RUNNERS)})")
@@ -163,6 +163,7 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
     stages run on a deep stack (nupp/deep_stack.py); `cpu_tier` runs on the
     caller's thread, which may hold the LuaJIT state it calls into."""
     with compiling():  # one pause of the garbage collector for every step
+        request = at_this_cpus_tier(request, cpu_tier)
         front, module, library = with_deep_stack(_stages_before_lua)(source, request)
         native, tier, device = None, None, None
         if library is not None:
@@ -171,6 +172,22 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
             if library.device is not None:
                 native, device = library.device.bind(native)
         return Compiled(with_deep_stack(write_lua)(front, module, native), native, tier, device)
+
+
+# The dispatcher alone, asked which tier to build before a host builds lane code.
+CPU_TIER_SYMBOL = "nupp_cpu_tier"
+
+
+def at_this_cpus_tier(request: Request, cpu_tier: CpuTier | None) -> Request:
+    """The request with the tier a host runs pinned (the pinned one, else the
+    best this CPU runs), so that its lane library carries that tier alone; a
+    tree for distribution (compile_for_tree) carries every tier.  A pinned
+    tier this CPU cannot run is refused here (TierError), before any build."""
+    if request.mode not in TIERED_MODES or cpu_tier is None:
+        return request
+    dispatcher = build_units((dispatcher_unit(CPU_TIER_SYMBOL),), find_toolchain(request.cc), "the CPU's tier")
+    index = cpu_tier(dispatcher, f"int32_t {CPU_TIER_SYMBOL}(void);", CPU_TIER_SYMBOL)
+    return replace(request, tier=tier_to_build(index, request.tier).name)
 
 
 @dataclass(frozen=True)
@@ -357,4 +374,5 @@ LIBRARIES: dict[str, Callable[[ir.Module, str, str, Request], Library]] = {
     "spirv": device_library,
 }
 NATIVE_MODES = tuple(LIBRARIES)
+TIERED_MODES = ("lane", "spirv")  # the modes whose library carries lane C per feature tier
 MODES = ("interp",) + NATIVE_MODES

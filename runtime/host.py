@@ -86,8 +86,8 @@ class Host:
     """A Nupp program's world: a LuaJIT state, its module search path, and how
     `@aot` functions run (the pipeline's Request, nupp/pipeline.py): "interp"
     (their IR as Lua), "scalar" (compiled C) or "lane" (compiled C with simple
-    span loops in SIMD gangs, emit_c/lane.py, in a library carrying every
-    feature tier, targets/tiers.py).  In lane mode
+    span loops in SIMD gangs, emit_c/lane.py, built for the feature tier it
+    runs, targets/tiers.py).  In lane mode
     `tier` pins a tier (else the best this CPU runs) and `gang` the gang of
     every tier (else the tier's own); other modes ignore both."""
 

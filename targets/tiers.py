@@ -44,9 +44,12 @@ name (their run-time support also checks that the OS saves the AVX and
 AVX-512 registers), a CPUID bit for the rest (CMPXCHG16B, LAHF/SAHF, F16C,
 LZCNT, MOVBE), which need no OS support.
 
-Which tiers a library carries: the pinned one, else all of them.  A pinned
-gang applies to every tier; otherwise each tier runs at the module's default
-gang there.
+Which tiers a library carries: the pinned one, else all of them.  A host
+(`nupp run`, `nupp.load`) pins the one it runs (`tier_to_build`: the
+user's pin, else the best this CPU runs, as the dispatcher alone says), so
+it compiles one tier; a tree for distribution (`nupp build`) carries every
+tier.  A pinned gang applies to every tier; otherwise each tier runs at the
+module's default gang there.
 NUPP_CPU_TIER_MAX=<tier> caps what the CPU is taken to run, to exercise an
 older machine's choice (and the error for a pinned tier it lacks) on a newer
 one; it can only lower the tier, never claim features the CPU lacks.
@@ -197,7 +200,12 @@ def tiered_library(builds: tuple[TierBuild, ...], symbol_prefix: str) -> TieredM
     `<symbol_prefix><tier>_`) plus the dispatcher, compiled at baseline."""
     symbol = f"{symbol_prefix}cpu_tier"
     units = tuple(Unit(b.tier.name, b.c_module.source, b.tier.flags) for b in builds)
-    return TieredModule(units + (Unit("cpu_tier", cpu_tier_source(symbol), TIERS[0].flags),), builds, symbol)
+    return TieredModule(units + (dispatcher_unit(symbol),), builds, symbol)
+
+
+def dispatcher_unit(symbol: str) -> Unit:
+    """The dispatcher's unit, exporting `int32_t <symbol>(void)`, compiled at baseline."""
+    return Unit("cpu_tier", cpu_tier_source(symbol), TIERS[0].flags)
 
 
 def check_pins(gang: int | None, tier: str | None) -> None:
@@ -247,14 +255,28 @@ def choose_tier(builds: tuple[TierBuild, ...], cpu_tier: int, pinned: str | None
     user's error (TierError), caught here rather than as SIGILL mid-run."""
     runs = min(cpu_tier, _cpu_tier_cap())
     if pinned is not None:
-        wanted = TIERS.index(tier_named(pinned))
-        if wanted > runs:
-            lacking = [f.name for t in TIERS[runs + 1:wanted + 1] for f in t.adds]
-            raise TierError(f"this CPU cannot run tier {pinned}: it lacks some of {', '.join(lacking)} "
-                            f"(-march={TIERS[wanted].march} may use them all); it runs "
-                            f"{', '.join(TIER_NAMES[:runs + 1])}")
-        return next(b for b in builds if b.tier.name == pinned)
+        wanted = _runnable(pinned, runs)
+        return next(b for b in builds if b.tier == wanted)
     return max((b for b in builds if TIERS.index(b.tier) <= runs), key=lambda b: TIERS.index(b.tier))
+
+
+def tier_to_build(cpu_tier: int, pinned: str | None = None) -> Tier:
+    """The one tier a host builds (`nupp run`, `nupp.load`; a tree for
+    distribution carries every tier): the pinned one, else the best this CPU
+    runs.  `cpu_tier` and the errors are choose_tier's."""
+    runs = min(cpu_tier, _cpu_tier_cap())
+    return _runnable(pinned, runs) if pinned is not None else TIERS[runs]
+
+
+def _runnable(pinned: str, runs: int) -> Tier:
+    """The pinned tier, if a CPU running tiers up to index `runs` runs it (else TierError)."""
+    wanted = TIERS.index(tier_named(pinned))
+    if wanted > runs:
+        lacking = [f.name for t in TIERS[runs + 1:wanted + 1] for f in t.adds]
+        raise TierError(f"this CPU cannot run tier {pinned}: it lacks some of {', '.join(lacking)} "
+                        f"(-march={TIERS[wanted].march} may use them all); it runs "
+                        f"{', '.join(TIER_NAMES[:runs + 1])}")
+    return TIERS[wanted]
 
 
 def _cpu_tier_cap() -> int:

@@ -34,7 +34,7 @@ from nupp.scalar_ir.lanes import GANG_SIZES as GANGS
 from nupp.targets.tiers import (CPU_TIER_MAX_VARIABLE, TIER_NAMES, TIERS, TierBuild, TierError, choose_tier,
                                 cpu_tier_source, tiered_library)
 from nupp.errors import Source
-from nupp.pipeline import compile_module, tier_builds
+from nupp.pipeline import Request, compile_for_tree, compile_module, tier_builds
 from nupp.targets import toolchain as native
 from nupp.runtime.api import load
 from nupp.runtime.host import Host
@@ -244,15 +244,31 @@ class Builds:
         monkeypatch.setattr(native, "_compile", counting)
 
 
-def test_a_tiered_library_is_reused_and_its_manifest_records_the_tiers(tmp_path, cache, monkeypatch):
+def manifest_units(library) -> list:
+    return [(u["name"], u["flags"]) for u in json.loads(Path(library).with_suffix(".json").read_text())["units"]]
+
+
+def test_a_host_compiles_the_tier_it_runs_alone_and_reuses_it(tmp_path, cache, monkeypatch):
+    best = TIERS[oracle_tier()]
+    Host(mode="lane").compile(Source.from_file(str(unique_kernel(tmp_path))))  # builds the dispatcher alone once
     path = unique_kernel(tmp_path)
     builds = Builds(monkeypatch)
     first = Host(mode="lane").compile(Source.from_file(str(path))).native
     second = Host(mode="lane").compile(Source.from_file(str(path))).native
     assert builds.count == 1 and first.library == second.library
-    manifest = json.loads(Path(first.library).with_suffix(".json").read_text())
-    assert [(u["name"], u["flags"]) for u in manifest["units"]] == (
-        [(t.name, [f"-march={t.march}"]) for t in TIERS] + [("cpu_tier", ["-march=x86-64"])])
+    assert manifest_units(first.library) == [(best.name, [f"-march={best.march}"]), ("cpu_tier", ["-march=x86-64"])]
+    monkeypatch.setenv(CPU_TIER_MAX_VARIABLE, "baseline")
+    capped = Host(mode="lane").compile(Source.from_file(str(path))).native
+    assert capped.mode == "lane4-baseline" and builds.count == 2
+    assert manifest_units(capped.library) == [("baseline", ["-march=x86-64"]), ("cpu_tier", ["-march=x86-64"])]
+
+
+def test_a_tree_for_distribution_carries_every_tier(tmp_path):
+    source = Source.from_file(str(unique_kernel(tmp_path)))
+    library = compile_for_tree(source, Request(mode="lane"), "lib/kernels.so").library
+    assert [b.tier.name for b in library.builds] == list(TIER_NAMES)
+    assert manifest_units(library.path) == [(t.name, [f"-march={t.march}"]) for t in TIERS] + [
+        ("cpu_tier", ["-march=x86-64"])]
 
 
 def test_a_corrupted_tiered_library_is_rebuilt(tmp_path, monkeypatch):
