@@ -130,7 +130,7 @@ def _binary32_operands(e: ir.Op) -> Optional[tuple]:
     return tuple(out) if not all(isinstance(a, ir.Const) for a in out) else None
 
 
-def _select_cost(body, varying) -> Optional[int]:
+def select_cost(body, varying) -> Optional[int]:
     """The vector operations of running a block as selects under a mask (each
     assignment a blend, each op with a vector form one), or None when it
     cannot run that way: a store, a loop, a break, a call, an op that can
@@ -138,7 +138,7 @@ def _select_cost(body, varying) -> Optional[int]:
     cost = 0
     for s in body:
         if isinstance(s, ir.If) and s.masked:
-            arms = [_select_cost(arm, varying) for arm in (s.then, s.orelse)]
+            arms = [select_cost(arm, varying) for arm in (s.then, s.orelse)]
             if None in arms:
                 return None
             cost += sum(arms) + 2  # the arms' masks
@@ -156,7 +156,7 @@ def _select_cost(body, varying) -> Optional[int]:
     return cost
 
 
-def _dead_after_loops(body) -> dict[int, frozenset[str]]:
+def dead_after_loops(body) -> dict[int, frozenset[str]]:
     """For each masked while and for of a gang body (by id): the locals declared
     before it in its block that nothing after it there reads.  A lane its mask
     leaves out never reads them again (it has left the loop, or never entered
@@ -295,7 +295,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         self.gang_mask: Optional[tuple] = None  # the lanes a raise or break has not stopped
         self.masks: list[tuple] = []  # the masks of the blocks being emitted, outermost first
         # per masked block (as masks): the locals whose inactive lanes nothing reads
-        # (declared in the block, or dead after its loop: _dead_after_loops)
+        # (declared in the block, or dead after its loop: dead_after_loops)
         self.unread: list[set[str]] = []
         self.dead_after: dict[int, frozenset[str]] = {}
         # ids of the gang body's stores written as whole elements, and the
@@ -416,7 +416,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         self.scopes.append({})
         self.varying_names, self.counter, self.mask = frozenset(s.varying), s.var, None
         self.promoted, self.loaded = {}, {}
-        self.dead_after = _dead_after_loops(s.body)
+        self.dead_after = dead_after_loops(s.body)
         self.reassigned = {st.name for st in statements(s.body) if isinstance(st, ir.Assign)}
         self.base = self.temp("b")
         self.declare_line(f"const int32_t {self.base} = (int32_t){counter};", self.base, drop=True)
@@ -637,7 +637,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
                     active = test if outer is None or outer[k] is None else f"{self.read(outer[k])} & {test}"
                     self.line(f"{self.vec(Width.BOOL)} {name} = {active};")  # a break clears lanes of it
                 sides.append((body, m))
-        cost = _select_cost(s.then + s.orelse, self.varying_names)
+        cost = select_cost(s.then + s.orelse, self.varying_names)
         for body, m in sides:
             if outer is not None and any(stopped for _, _, stopped in self.loops):
                 for k, name in enumerate(m):  # a break in `then` may have stopped later lanes

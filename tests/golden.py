@@ -27,7 +27,8 @@ diff before committing it.
 
 Stages: `roundtrip` (IR text, parsed then printed), `lower` (Nupp source to
 IR), `verify` (IR to the verifier's inline rendering), `fold` (IR to folded
-IR), `emit_c` (IR to C), `emit_lane_c` (IR to lane C at gang 4), `lanes` (IR to the lane analysis's report).  Every stage exists: one whose function cannot be found (renamed,
+IR), `emit_c` (IR to C), `emit_lane_c` (IR to lane C at gang 4), `emit_lane_c_32` (at gang 32),
+`lanes` (IR to the lane analysis's report).  Every stage exists: one whose function cannot be found (renamed,
 moved) raises `StageUnavailable`, and its cases fail, locally too (a skip
 once hid a renamed stage until CI ran).  A user
 error (NuppError, IRSyntaxError) is the stage's output, rendered like a
@@ -251,12 +252,17 @@ def stage_emit_c(text: str) -> str:
     return error if error is not None else emit_module(module, "case.nupp").source
 
 
-def stage_emit_lane_c(text: str) -> str:
+def stage_emit_lane_c(text: str, gang: int = 4) -> str:
     """IR in, the lane C translation unit at gang 4 out (emit_c/lane.py)."""
     emit_lane_module = _lazy("nupp.emit_c.lane", "emit_lane_module")
     lanes_at = _lazy("nupp.pipeline", "lanes_at")
     module, error = _parse(text)
-    return error if error is not None else emit_lane_module(lanes_at(module, 4), "case.nupp").source
+    return error if error is not None else emit_lane_module(lanes_at(module, gang), "case.nupp").source
+
+
+def stage_emit_lane_c_32(text: str) -> str:
+    """IR in, the lane C at gang 32 out: a gang of several vectors at each register width."""
+    return stage_emit_lane_c(text, 32)
 
 
 def stage_lanes(text: str) -> str:
@@ -281,6 +287,7 @@ STAGES: dict[str, Callable[[str], str]] = {
     "fold": stage_fold,
     "emit_c": stage_emit_c,
     "emit_lane_c": stage_emit_lane_c,
+    "emit_lane_c_32": stage_emit_lane_c_32,
     "lanes": stage_lanes,
 }
 # Stages whose output (when it is not a diagnostic) is IR in printed form.

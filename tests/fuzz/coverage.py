@@ -5,7 +5,9 @@ wrote: statement kinds, literals, operators, calls, qualifiers, type names,
 the shapes the outside fuzzer found), lowers it to scalar IR (every op,
 read with scalar_ir's walkers; loads and stores by field type) and runs the
 lane rewrite at gang 16 (which span loops run in gangs, masked control,
-reductions, uniform locals under a mask) and asks the SPIR-V backend which
+reductions, uniform locals under a mask; what lane C writes differently:
+selects for a cheap masked if, assignments without a select, loads after a
+store to their span) and asks the SPIR-V backend which
 functions a device runs (with reductions, a finish kernel, calls, a break).
 `CONSTRUCTS` lists every name it
 can report; the fuzz run prints how many programs used each, and
@@ -20,6 +22,7 @@ from collections import Counter
 from dataclasses import fields, is_dataclass
 
 from nupp.frontend import ast
+from nupp.emit_c.lane import SELECT_BUDGET, dead_after_loops, select_cost
 from nupp.emit_spirv.admit import calls_in, device_refusal, kernel_reductions, split_kernel
 from nupp.errors import Source
 from nupp.frontend.parser import parse
@@ -28,7 +31,7 @@ from nupp.pipeline import lanes_at
 from nupp.pipeline import compile_module
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
-from nupp.scalar_ir.walk import breaks_leaving, fails_itself, own_exprs, raises, statements, subexprs
+from nupp.scalar_ir.walk import blocks, breaks_leaving, fails_itself, own_exprs, raises, statements, subexprs
 from nupp.scalar_ir.widths import FIELD_STORAGE, TYPE_WIDTHS
 
 MATH_CALLS = tuple(f"nupp.math.f32.{n}" for n in ("add", "sub", "mul", "div", "sqrt", "neg", "abs", "min", "max",
@@ -64,7 +67,8 @@ SHAPES = (
     "duplicate @aot function names", "span loop run in gangs", "span loop kept scalar", "masked if",
     "masked while", "while ... and false", "masked for", "empty for in a span loop",
     "uniform local in a masked gang body", "reduction", "break out of a span loop", "two span loops",
-    "register pressure (8+ loads in one expression)",
+    "register pressure (8+ loads in one expression)", "masked if run as selects",
+    "local no inactive lane reads (no select)", "load after a store to its span in a gang",
 )
 DEVICE = ("device kernel", "device kernel with a finish kernel", "device reduction", "device call",
           "device break out of the span loop")
@@ -372,6 +376,7 @@ def _gang_shapes(gang: ir.Gang) -> set[str]:
             found.add({ir.If: "masked if", ir.While: "masked while", ir.For: "masked for"}[type(s)])
         if isinstance(s, ir.For) and not s.body:
             found.add("empty for in a span loop")
+    found |= _lane_c_shapes(gang)
     masked = False  # once something may raise or break, the rest of the body runs under a mask
     for s in gang.body:
         if masked and isinstance(s, (ir.Let, ir.Assign)) and (s.name not in gang.varying):
@@ -380,3 +385,36 @@ def _gang_shapes(gang: ir.Gang) -> set[str]:
         masked = masked or any(isinstance(x, ir.Break) for x in nested) \
             or any(raises(e) for x in nested for e in own_exprs(x))
     return found
+
+
+def _lane_c_shapes(gang: ir.Gang) -> set[str]:
+    """What lane C (emit_c/lane.py) writes differently: a cheap masked if as
+    selects, an assignment without a select (a local declared in its masked
+    block, or dead after its masked loop), a load after a store to its span."""
+    found = set()
+    for s in statements(gang.body):
+        cost = select_cost(s.then + s.orelse, gang.varying) if isinstance(s, ir.If) and s.masked else None
+        if cost is not None and cost <= SELECT_BUDGET:
+            found.add("masked if run as selects")
+    if any(dead_after_loops(gang.body).values()) or _assigned_where_declared(gang.body, False):
+        found.add("local no inactive lane reads (no select)")
+    stored: set[str] = set()
+    for s in statements(gang.body):
+        if any(isinstance(x, ir.Load) and x.span in stored for e in own_exprs(s) for x in subexprs(e)):
+            found.add("load after a store to its span in a gang")
+        if isinstance(s, ir.Store):
+            stored.add(s.span)
+    return found
+
+
+def _assigned_where_declared(body, masked: bool) -> bool:
+    """Whether a masked block assigns a local it declares."""
+    declared: set[str] = set()
+    for s in body:
+        if isinstance(s, ir.Let):
+            declared.add(s.name)
+        if masked and isinstance(s, ir.Assign) and s.name in declared:
+            return True
+        if any(_assigned_where_declared(b, getattr(s, "masked", False)) for b in blocks(s)):
+            return True
+    return False
