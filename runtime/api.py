@@ -6,9 +6,13 @@
 
 A structured array whose dtype is the struct's (same fields, types and
 offsets) is a span: a writable array can be a `span.WriteSpan`, any array a
-`span.Span`.  The call goes through the same host boundary as a call from
-Nupp code (runtime/lua/boundary.lua), so it checks and converts arguments and
-raises the same errors, as `NuppRuntimeError`.
+`span.Span`.  A call checks and converts its arguments as the host boundary
+does a call from Nupp code (runtime/lua/boundary.lua), and raises the same
+errors, as `NuppRuntimeError`: a compiled function (modes "lane" and
+"scalar") takes plain arguments (arrays of the struct's dtype, numbers in
+range) in C and calls its library directly, in well under a microsecond;
+any other call, and every call in mode "interp" or of a function a device
+runs, goes through that boundary in LuaJIT (runtime/fast_call.py).
 
 Numbers cross exactly.  A Python int reaches the boundary as a Lua number up
 to 2^53, as int64/uint64 cdata up to the 64-bit ranges, beyond them as a wide
@@ -28,6 +32,7 @@ import numpy as np
 from lupa import luajit21
 
 from nupp.errors import Source
+from nupp.runtime import fast_call
 from nupp.runtime.host import Host, LuaRunError, display_path
 
 # struct field storage -> NumPy scalar type (native byte order, as the C layout)
@@ -92,21 +97,57 @@ class NuppModule:
             info = self._struct_info(value)
             if info is not None:
                 self._dtypes[name] = struct_dtype(info)
+        self._functions = self._bind_functions(internals, cc)
 
     def dtype(self, struct: str) -> np.dtype:
         """The NumPy dtype of a struct the module exports."""
         return self._dtypes[struct]
 
     def __getattr__(self, name: str):
-        fn = self._exports.get(name)
-        signature = self._signatures[fn] if fn is not None else None
-        if signature is None:
+        call = self.__dict__.get("_functions", {}).get(name)
+        if call is None:
             raise AttributeError(f"the module exports no @aot function '{name}'")
-        spans = self._span_params(signature)
-        result = RESULTS[signature["result"]]
-        call = lambda *args: self._invoke(fn, signature, spans, result, args)  # noqa: E731
         self.__dict__[name] = call  # looked up once: later calls skip __getattr__
         return call
+
+    def _bind_functions(self, internals, cc: str) -> dict:
+        """Each exported @aot function as Python calls it: a native one through
+        fast_call.py's Caller, which takes the plain arguments itself and hands
+        every other call to the Lua path; the others (interp, a device's) by the
+        Lua path alone."""
+        lua_calls, native_calls = {}, {}
+        binding_of = internals.native.binding_of
+        for name, fn in self._exports.items():
+            signature = self._signatures[fn]
+            if signature is None:
+                continue
+            spans = self._span_params(signature)
+            lua_calls[name] = self._lua_call(fn, signature, spans)
+            binding = binding_of(fn)
+            if binding is not None:
+                native_calls[name] = self._native_call(binding, signature, spans)
+        # the float a NaN result reaches Python as through the boundary (its narrow's NaN)
+        nan = internals.math.f32.narrow(float("nan"))
+        self._lua_calls = lua_calls
+        return {**lua_calls, **fast_call.callers(cc, native_calls, lua_calls, NuppRuntimeError, nan)}
+
+    def _lua_call(self, fn, signature, spans):
+        """The call through LuaJIT's host boundary."""
+        result = RESULTS[signature["result"]]
+        return lambda *args: self._invoke(fn, signature, spans, result, args)
+
+    def _native_call(self, binding, signature, spans) -> fast_call.NativeCall:
+        library, cdef, symbol, errors = binding
+        params = signature["params"]
+        kinds = []
+        for index, span in enumerate(spans):
+            if span is None:
+                kinds.append(fast_call.Param(fast_call.SCALAR_KINDS[params[index + 1]["type"]][0]))
+            else:
+                writable = bool(params[index + 1]["type"]["writable"])
+                kinds.append(fast_call.Param("write_span" if writable else "span", span[1]))
+        texts = tuple(errors[i + 1] for i in range(len(errors)))
+        return fast_call.NativeCall(fast_call.Binding(library, cdef, symbol, texts), tuple(kinds), signature["result"])
 
     def _span_params(self, signature) -> list:
         """Per parameter: (struct, its dtype) for a span, else None; worked out

@@ -71,8 +71,9 @@ end
 function native.load(path, cdef, errors, devices)
     declare(cdef)
     local lib = library(path)
-    if devices ~= nil and next(devices) ~= nil then lib = with_devices(lib, devices) end
-    return { lib = lib, errors = errors, path = path }
+    devices = devices or {}
+    if next(devices) ~= nil then lib = with_devices(lib, devices) end
+    return { lib = lib, errors = errors, path = path, cdef = cdef, devices = devices }
 end
 
 -- native.cpu_tier(path, cdef, symbol): a tiered lane library's own answer to
@@ -131,8 +132,21 @@ local bindings = setmetatable({}, { __mode = "k" })
 function native.bind(module, symbol, name, params, result, options, result_ctype, interpreted, mode)
     local fn_info = { name = name, params = params, result = result, options = options, result_ctype = result_ctype }
     local bound = wrap(module, symbol, fn_info)
-    bindings[bound] = { module = module, fn_info = fn_info, interpreted = interpreted, mode = mode or "scalar" }
+    bindings[bound] = { module = module, symbol = symbol, fn_info = fn_info, interpreted = interpreted,
+                        mode = mode or "scalar" }
     return bound
+end
+
+-- native.binding_of(f): how the bound function f calls its library, for a
+-- host that calls it without LuaJIT (runtime/fast_call.py): the library's
+-- path, its cdef, f's C symbol and the error texts its statuses name
+-- (errors[status]); nil for a function a device runs (spirv mode) or one
+-- not bound here.
+function native.binding_of(f)
+    local binding = bindings[f]
+    if binding == nil or binding.module.devices[binding.symbol] ~= nil then return nil end
+    local module = binding.module
+    return module.path, module.cdef, binding.symbol, module.errors
 end
 
 -- native.more_executions(hex of a library's path): set by the host

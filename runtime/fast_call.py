@@ -1,0 +1,167 @@
+"""Python calls of native @aot functions without LuaJIT on the way (runtime/fast_call.c).
+
+A call through the host boundary (NuppModule's Lua path) costs microseconds:
+each span crosses into Lua as a cdata that lupa wraps, the call crosses
+again, and its result comes back through lupa.  NuppModule binds each
+native function a Caller instead: C that takes the plain arguments (NumPy
+arrays of the struct's dtype, Python numbers in range: fast_call.c lists
+them) as they are and calls the library's function through a trampoline,
+and hands every other call to the Lua path, whose boundary alone refuses
+arguments and words the refusal.  So both paths give the same results and
+the same errors (tests/test_python_api_calls.py holds them to it).
+
+Two libraries, built by targets/toolchain.py and kept in its cache:
+
+  * the extension, fast_call.c, once per Python, NumPy and C compiler.  It
+    needs Python's and NumPy's C headers; without them every call takes the
+    Lua path (`extension` answers None).
+  * the trampolines of a native library: per function a C function taking
+    the arguments as an array of `nu_arg` and calling the library's function
+    with the prototype the library declares (its cdef).
+
+What it calls comes from the binding itself (native.lua `binding_of`): the
+library, its cdef, the symbol and the error texts its statuses name; a
+function a device runs (spirv mode) has none and keeps the Lua path, as
+does every function in interp mode.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import importlib.util
+import sys
+import sysconfig
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from nupp.targets.toolchain import build_library, find_toolchain
+
+# The argument array's element and the trampoline's type: fast_call.c fills
+# the member of each argument's kind, a trampoline passes it on.
+ABI = """#include <stdint.h>
+typedef union { void *p; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; float f32; double f64; _Bool b; } nu_arg;
+typedef int32_t (*nu_trampoline)(void *function, const nu_arg *args, void *result);
+"""
+
+# a parameter's type in the boundary's signatures -> its kind in fast_call.c, and the members it fills
+SCALAR_KINDS = {"float": ("float", ("f32",)), "number": ("double", ("f64",)), "double": ("double", ("f64",)),
+                "int32": ("int32", ("i32",)), "uint32": ("uint32", ("u32",)), "int64": ("int64", ("i64",)),
+                "uint64": ("uint64", ("u64",)), "boolean": ("boolean", ("b",))}
+SPAN_MEMBERS = ("p", "i32")  # its elements' pointer and its length
+RESULT_KINDS = {**{t: kind for t, (kind, _) in SCALAR_KINDS.items()}, "nil": "nil"}
+
+EXTENSION_SOURCE = Path(__file__).resolve().parent / "fast_call.c"
+EXTENSION_NAME = "nupp_fast_call"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How a bound @aot function calls its library (native.lua `binding_of`)."""
+
+    library: str
+    cdef: str
+    symbol: str
+    errors: tuple[str, ...]  # status k names errors[k - 1]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter as fast_call.c takes it: its kind, and a span's struct dtype."""
+
+    kind: str
+    dtype: np.dtype | None = None
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The members of nu_arg it fills, in order."""
+        return SPAN_MEMBERS if self.dtype is not None else next(m for k, m in SCALAR_KINDS.values() if k == self.kind)
+
+
+@dataclass(frozen=True)
+class NativeCall:
+    """One bound @aot function as fast_call.c calls it: its binding, its parameters and result type."""
+
+    binding: Binding
+    params: tuple[Param, ...]
+    result: str  # a type of RESULT_KINDS; "nil": the C function takes no result pointer
+
+
+def callers(cc: str, calls: dict, fallbacks: dict, error: type, nan: float) -> dict:
+    """A Caller (fast_call.c) for each of `calls` (name -> NativeCall), falling back to
+    fallbacks[name] (the Lua path); a nonzero status raises error(its text).  {} where the
+    extension cannot be built.  `nan` is the float a NaN result reaches Python as through LuaJIT."""
+    fast = extension(cc)
+    if fast is None or not calls:
+        return {}
+    by_library: dict[tuple[str, str], list[str]] = {}
+    for name, call in calls.items():
+        by_library.setdefault((call.binding.library, call.binding.cdef), []).append(name)
+    out = {}
+    for (library, cdef), names in by_library.items():
+        functions = tuple((calls[n].binding.symbol, calls[n].params, calls[n].result != "nil") for n in names)
+        addresses = trampolines(cc, library, cdef, functions)
+        for name, address in zip(names, addresses):
+            call = calls[name]
+            function = ctypes.cast(getattr(_library(library), call.binding.symbol), ctypes.c_void_p).value
+            spec = [(p.kind, p.dtype, p.dtype.itemsize if p.dtype is not None else 0) for p in call.params]
+            out[name] = fast.caller(address, function, spec, RESULT_KINDS[call.result], nan, fallbacks[name],
+                                    _raiser(call.binding.errors, error), np.ndarray)
+    return out
+
+
+def _raiser(errors: tuple[str, ...], error: type):
+    def raise_status(status: int):
+        raise error(errors[status - 1])
+    return raise_status
+
+
+@lru_cache(maxsize=None)
+def extension(cc: str):
+    """fast_call.c built and imported (once per process and compiler), or None without the headers it needs."""
+    python_include, numpy_include = Path(sysconfig.get_paths()["include"]), Path(np.get_include())
+    if not ((python_include / "Python.h").is_file() and (numpy_include / "numpy" / "ndarraytypes.h").is_file()):
+        return None
+    flags = (f"-I{python_include}", f"-I{numpy_include}",
+             # in the cache key: another Python or NumPy is another build
+             f"-DNUPP_BUILT_FOR=\"{sys.implementation.cache_tag} numpy {np.__version__}\"")
+    source = EXTENSION_SOURCE.read_text().replace("/* NU_ABI:", ABI + "/* NU_ABI:", 1)
+    path = build_library(source, find_toolchain(cc, flags), "fast_call.c")
+    loader = importlib.machinery.ExtensionFileLoader(EXTENSION_NAME, str(path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(EXTENSION_NAME, path,
+                                                                                   loader=loader))
+    loader.exec_module(module)
+    return module
+
+
+@lru_cache(maxsize=None)
+def trampolines(cc: str, library: str, cdef: str, functions: tuple) -> tuple[int, ...]:
+    """The address of each function's trampoline (functions: (symbol, params, has a result)), built once."""
+    lib = _library(str(build_library(trampoline_source(cdef, functions), find_toolchain(cc), library)))
+    return tuple(ctypes.cast(getattr(lib, f"nu_call_{k}"), ctypes.c_void_p).value for k in range(len(functions)))
+
+
+def trampoline_source(cdef: str, functions: tuple) -> str:
+    """C: per function `nu_call_<k>`, its arguments from the array, then the result pointer if it has one."""
+    lines = ["/* Generated by nupp (runtime/fast_call.py): a call of each function from an argument array. */",
+             ABI, "/* the library's prototypes */", cdef]
+    for k, (symbol, params, has_result) in enumerate(functions):
+        members = [m for p in params for m in p.members]
+        args = [f"a[{i}].{m}" for i, m in enumerate(members)] + (["result"] if has_result else [])
+        lines += [f"int32_t nu_call_{k}(void *function, const nu_arg *a, void *result);",
+                  f"int32_t nu_call_{k}(void *function, const nu_arg *a, void *result)",
+                  "{",
+                  "    (void)a;" if not members else None,
+                  "    (void)result;" if not has_result else None,
+                  f"    return ((__typeof__({symbol}) *)function)({', '.join(args)});",
+                  "}"]
+    return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+@lru_cache(maxsize=None)
+def _library(path: str) -> ctypes.CDLL:
+    """A library loaded once per process (kept: callers point into it)."""
+    return ctypes.CDLL(path)
