@@ -28,9 +28,10 @@ node that slips through, so nothing is emitted half-translated.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, is_dataclass, replace
+from dataclasses import dataclass, is_dataclass, replace
 from functools import lru_cache
 
+from nupp.compiled import NativeModule
 from nupp.frontend import ast
 from nupp.emit_lua.aot_to_lua import BIT, OPS_TABLE, AotToLua
 from nupp.errors import Source, error_at, source_bytes
@@ -43,23 +44,6 @@ COMPILED = "compiled"  # the chunk's field (of `__nupp`) holding its native libr
 STRUCTS = "structs"  # the chunk's field holding its struct types by name
 BIT_FUNCTIONS = {"&": "band", "|": "bor", "~": "bxor", "<<": "lshift", ">>": "rshift"}
 
-
-
-@dataclass(frozen=True)
-class NativeModule:
-    """A module's compiled library, for `--aot on`: where it is, its prototypes,
-    its error texts by status, and each @aot function's symbol and result type."""
-
-    library: str
-    cdef: str
-    errors: tuple[str, ...]
-    functions: dict  # Nupp name -> (C symbol, result cdef type or None)
-    mode: str = "scalar"  # how the library was built: "scalar" or "lane"
-    # the functions a device runs instead (spirv mode): Nupp name -> (the
-    # execution's name, `spirv-lavapipe`, and the C symbol of the library's
-    # function, which runs a call the device cannot take); their symbols in
-    # `functions` name the host's device kernels (runtime/host.py)
-    devices: dict = field(default_factory=dict)
 
 
 def write_lua(front: FrontEnd, module: ir.Module, native: NativeModule | None = None) -> str:

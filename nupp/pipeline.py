@@ -25,8 +25,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
+from nupp.compiled import Compiled, NativeModule, TierCheck
 from nupp.deep_stack import compiling, with_deep_stack
-from nupp.emit_lua.to_lua import NativeModule, check_loads, write_lua
+from nupp.emit_lua.to_lua import check_loads, write_lua
 from nupp.errors import Source, source_bytes
 from nupp.frontend.lower import FrontEnd, lower
 from nupp.lane_rewrite.gang_size import size_gangs
@@ -147,17 +148,6 @@ class Request:
 CpuTier = Callable[[Path, str, str], int]
 
 
-@dataclass(frozen=True)
-class Compiled:
-    """A module compiled for the host: its Lua, the library its @aot functions
-    run from, and the feature tier of the build bound from it (lane mode)."""
-
-    lua: str
-    native: Optional[NativeModule]
-    tier: Optional[str] = None
-    device: Optional["DeviceBinding"] = None  # spirv mode: the kernels its device symbols name
-
-
 def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None = None) -> Compiled:
     """The pipeline for one module, from source to what the host loads.  The
     stages run on a deep stack (nupp/deep_stack.py); `cpu_tier` runs on the
@@ -165,13 +155,14 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
     with compiling():  # one pause of the garbage collector for every step
         request = at_this_cpus_tier(request, cpu_tier)
         front, module, library = with_deep_stack(_stages_before_lua)(source, request)
-        native, tier, device = None, None, None
+        native, tier, device, check = None, None, None, None
         if library is not None:
-            build = library.build_to_run(cpu_tier, request)
+            check = library.tier_check(cpu_tier)
+            build = library.build_to_run(check, request)
             native, tier = library.bind(build), build.tier.name if build.tier is not None else None
             if library.device is not None:
                 native, device = library.device.bind(native)
-        return Compiled(with_deep_stack(write_lua)(front, module, native), native, tier, device)
+        return Compiled(with_deep_stack(write_lua)(front, module, native), native, tier, device, check)
 
 
 # The dispatcher alone, asked which tier to build before a host builds lane code.
@@ -233,15 +224,21 @@ class Library:
     tiered: Optional[TieredModule] = None
     device: Optional["DeviceFunctions"] = None  # spirv mode: the functions a device runs instead
 
-    def build_to_run(self, cpu_tier: CpuTier | None, request: Request) -> TierBuild:
-        """The build the host binds: the one scalar C build, else the tier this
-        CPU runs (the pinned tier, else the best)."""
+    def tier_check(self, cpu_tier: CpuTier | None) -> TierCheck | None:
+        """A tiered library's dispatcher asked which tier this CPU runs, and its answer (None: not tiered)."""
         if self.tiered is None:
-            return self.builds[0]
+            return None
         if cpu_tier is None:
             raise ValueError("a tiered library needs cpu_tier to pick the tier this CPU runs")
-        index = cpu_tier(self.path, self.tiered.cpu_tier_cdef, self.tiered.cpu_tier_symbol)
-        return choose_tier(self.builds, index, request.tier)
+        cdef, symbol = self.tiered.cpu_tier_cdef, self.tiered.cpu_tier_symbol
+        return TierCheck(str(self.path), cdef, symbol, cpu_tier(self.path, cdef, symbol))
+
+    def build_to_run(self, check: TierCheck | None, request: Request) -> TierBuild:
+        """The build the host binds: the one scalar C build, else the tier this
+        CPU runs (the pinned tier, else the best), as `check` answers."""
+        if check is None:
+            return self.builds[0]
+        return choose_tier(self.builds, check.answer, request.tier)
 
     def bind(self, build: TierBuild) -> NativeModule:
         """What the host binds of one of this library's builds, named as

@@ -92,11 +92,12 @@ class NuppModule:
         self._wide_integer = internals.boundary.wide_integer
         self._struct_info = internals.mem.struct_info
         self._exports = dict(exports.items())
+        self._layouts: dict[tuple, np.dtype] = {}  # a struct's layout -> its one dtype object here
         self._dtypes: dict[str, np.dtype] = {}
         for name, value in self._exports.items():
             info = self._struct_info(value)
             if info is not None:
-                self._dtypes[name] = struct_dtype(info)
+                self._dtypes[name] = self._dtype_of(info)
         self._functions = self._bind_functions(internals, cc)
 
     def dtype(self, struct: str) -> np.dtype:
@@ -160,8 +161,18 @@ class NuppModule:
                 out.append(None)
             else:
                 struct = span_type["span"]
-                out.append((struct, struct_dtype(self._struct_info(struct))))
+                out.append((struct, self._dtype_of(self._struct_info(struct))))
         return out
+
+    def _dtype_of(self, info) -> np.dtype:
+        """A struct's dtype, one object per layout: an array made with `dtype(...)`
+        is checked by identity on every call, not compared field by field."""
+        layout = struct_layout(info)
+        if layout not in self._layouts:
+            names, formats, offsets, itemsize = layout
+            self._layouts[layout] = np.dtype({"names": list(names), "formats": list(formats),
+                                              "offsets": list(offsets), "itemsize": itemsize})
+        return self._layouts[layout]
 
     def _invoke(self, fn, signature, spans, result, args):
         lua_args = [self._argument(signature, spans, i, a) for i, a in enumerate(args)]
@@ -226,13 +237,12 @@ def _exports_of(host: Host, source: Source, compiled):
 LUA_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", bytes: "string"}
 
 
-def struct_dtype(info) -> np.dtype:
-    """The NumPy dtype with a struct's exact layout (mem.struct_info)."""
+def struct_layout(info) -> tuple:
+    """A struct's exact layout (mem.struct_info) as a NumPy dtype spells it: its fields'
+    names, scalar types and offsets, and its size."""
     fields = [info["fields"][i + 1] for i in range(len(info["fields"]))]
-    return np.dtype({"names": [f["name"] for f in fields],
-                     "formats": [FIELD_DTYPES[f["type"]] for f in fields],
-                     "offsets": [int(f["offset"]) for f in fields],
-                     "itemsize": int(info["size"])})
+    return (tuple(f["name"] for f in fields), tuple(FIELD_DTYPES[f["type"]] for f in fields),
+            tuple(int(f["offset"]) for f in fields), int(info["size"]))
 
 
 def load(path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,

@@ -38,23 +38,52 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 
-from nupp.crosscheck import DEFAULT_CASES, CrosscheckUsageError, Options, crosscheck
 from nupp.deep_stack import with_deep_stack
 from nupp.errors import Diagnostic, InternalError, NuppError, Source
 from nupp.paths import NuppEnvironmentError
-from nupp.pipeline import MODES, STAGES, check, compile_module, emit, translate
 from nupp.runtime.host import LUA_DIR, Host, LuaRunError, display_path
-from nupp.runtime.project.build import TARGETS, BuildOptions, build_project
 from nupp.runtime.project.config import ProjectError, load_project, run_target
-from nupp.scalar_ir.lanes import GANG_SIZES
-from nupp.scalar_ir.text import print_module
-from nupp.targets.device import RUNNERS
-from nupp.targets.tiers import TIER_NAMES, TierError
 from nupp.version import __version__
 
-GANG_CHOICES = tuple(map(str, GANG_SIZES))
+# The compiler is imported by the commands that use it (`nupp run` of cached
+# modules needs none of it: runtime/module_cache.py), and so are the names
+# options take, from the modules that own them, when argparse first asks.
+
+
+class _Names(Sequence):
+    """The names an option takes, `attribute` of `module` (each through
+    `convert`), imported when argparse first checks a value or prints help."""
+
+    def __init__(self, module: str, attribute: str, convert=None):
+        self._where, self._convert = (module, attribute), convert
+
+    @cached_property
+    def _names(self) -> tuple:
+        names = tuple(getattr(importlib.import_module(self._where[0]), self._where[1]))
+        return tuple(map(self._convert, names)) if self._convert else names
+
+    def __getitem__(self, index):
+        return self._names[index]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+MODES, STAGES = _Names("nupp.pipeline", "MODES"), _Names("nupp.pipeline", "STAGES")
+TIER_NAMES = _Names("nupp.targets.tiers", "TIER_NAMES")
+GANG_CHOICES = _Names("nupp.scalar_ir.lanes", "GANG_SIZES", str)
+RUNNERS = _Names("nupp.targets.device", "RUNNERS")
+TARGETS = _Names("nupp.runtime.project.build", "TARGETS")
+
+
+def _option(parser, *flags: str, names: _Names, **options) -> None:
+    """parser.add_argument(*flags, choices=names, **options), except that argparse
+    reads the names only when it needs them (add_argument would format them at once)."""
+    parser.add_argument(*flags, **options).choices = names
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 70, 130, 141
 
 
@@ -70,17 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--aot", choices=("on", "off"), default=None,
                      help="run @aot functions as native code (on, the default; a project: its nupp.toml's) "
                           "or as ordinary Nupp (off)")
-    run.add_argument("--mode", choices=MODES, default=None,
+    _option(run, "--mode", names=MODES, default=None,
                      help="how @aot functions run: interp (ordinary Nupp), scalar (compiled C), lane "
                           "(compiled C, span loops in SIMD gangs where the lane rewrite applies) or spirv "
                           "(span loops on a Vulkan device where the SPIR-V backend accepts them, the rest "
                           "as lane); --aot on means lane, --aot off means interp")
-    run.add_argument("--tier", choices=TIER_NAMES, default=None,
+    _option(run, "--tier", names=TIER_NAMES, default=None,
                      help="lane code's feature tier (x86-64 level); default: the best this CPU runs")
-    run.add_argument("--gang", choices=GANG_CHOICES, default=None,
+    _option(run, "--gang", names=GANG_CHOICES, default=None,
                      help="lane code's iterations per gang; default: the tier's own (4, 4, 8, 16)")
     run.add_argument("--cc", default="gcc", help="the C compiler for native code (gcc or clang)")
-    run.add_argument("--spirv-runner", choices=RUNNERS, default="vulkan", dest="spirv_runner",
+    _option(run, "--spirv-runner", names=RUNNERS, default="vulkan", dest="spirv_runner",
                      help="with --mode spirv: run kernels through the Vulkan API as written (vulkan, the "
                           "default) or through wgpu, which translates them (naga drops NoContraction)")
     run.add_argument("args", nargs=argparse.REMAINDER,
@@ -94,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the project folder (default: the current one)")
     build.add_argument("--aot", choices=("on", "off"), default=None, help="default: nupp.toml's aot")
     build.add_argument("--out", type=Path, default=None, help="the output tree (default: PROJECT_DIR/build)")
-    build.add_argument("--target", choices=tuple(TARGETS), default=None, help="the machine (default: this host)")
+    _option(build, "--target", names=TARGETS, default=None, help="the machine (default: this host)")
     build.add_argument("--cc", default="gcc", help="the C compiler (gcc or clang)")
 
     check = sub.add_parser("check", help="check a module, reporting every diagnostic",
@@ -117,10 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the SPIR-V compute kernels of the functions a device runs, disassembled")
     what.add_argument("--spirv-out", metavar="OUT.spv", default=None,
                       help="write the SPIR-V binary (one kernel: OUT.spv; several: OUT.FUNCTION.spv)")
-    emit.add_argument("--after", choices=STAGES, default=None,
+    _option(emit, "--after", names=STAGES, default=None,
                       help="with --ir: the IR after this stage (default: the last scalar stage; "
                            "lanes: the lane IR)")
-    emit.add_argument("--gang", choices=GANG_CHOICES, default=None,
+    _option(emit, "--gang", names=GANG_CHOICES, default=None,
                       help="the gang of lane IR and lane C (default 8 for --after lanes; "
                            "--c prints scalar C without it)")
     emit.add_argument("file", help="the .nupp module")
@@ -198,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except _OutputError as err:
         return _output_failed(args.command, err.__cause__)
-    except (_UsageError, TierError, NuppEnvironmentError) as err:
+    except (_UsageError, _tier_error(), NuppEnvironmentError) as err:
         print(f"nupp {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except ProjectError as err:  # nupp.toml, like the command line, is not the program
@@ -219,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nupp: {InternalError(args.command, f'{type(err).__name__}: {err}')}\n"
               "(set NUPP_DEBUG=1 to see the Python traceback)", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _tier_error() -> type:
+    """TierError (a tier this CPU cannot run), if targets/tiers.py was imported: else none was raised."""
+    tiers = sys.modules.get("nupp.targets.tiers")
+    return tiers.TierError if tiers is not None else _UsageError
 
 
 def _read_source(path: str) -> Source:
@@ -338,6 +373,7 @@ def _words_before_script(args) -> list[str]:
 
 
 def cmd_build(args) -> int:
+    from nupp.runtime.project.build import BuildOptions, build_project
     project = load_project(Path(args.project))
     out = args.out if args.out is not None else Path(args.project) / "build"
     options = BuildOptions(args.aot or project.aot, out, args.target, args.cc)
@@ -346,12 +382,15 @@ def cmd_build(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from nupp.pipeline import check
     check(_read_source(args.file))
     return EXIT_OK
 
 
 @with_deep_stack  # the emitters recurse over trees as deep as the front end admits
 def cmd_emit(args) -> int:
+    from nupp.pipeline import compile_module, emit, translate
+    from nupp.scalar_ir.text import print_module
     source = _read_source(args.file)
     gang = int(args.gang or 8)
     if args.gang and not (args.c or args.report or args.after == "lanes"):
@@ -444,6 +483,7 @@ def _checkout_bench(name: str):
 
 
 def cmd_crosscheck(args) -> int:
+    from nupp.crosscheck import DEFAULT_CASES, CrosscheckUsageError, Options, crosscheck
     options = Options(compilers=args.cc, tiers=args.tier, gangs=args.gang, target=args.target,
                       sanitize=args.sanitize, seed=args.seed, cases=args.cases or DEFAULT_CASES,
                       verbose=args.verbose, keep=args.keep)

@@ -3,21 +3,24 @@
 Everything a Nupp program executes runs inside this LuaJIT state.  Python
 sets it up, translates `.nupp` modules when `require` asks for them (once per
 module: `require` caches), and turns Lua errors into diagnostics.
+
+A module compiled before comes from runtime/module_cache.py: the compiler
+(nupp/pipeline.py and everything below it) is imported only when a module
+must be compiled, so a start whose modules are all cached imports none of it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from lupa import luajit21
 
+from nupp.compiled import Compiled
 from nupp.errors import Source, source_bytes
-from nupp.pipeline import MODES, Compiled, Request, compile_for_host, native_executions
-from nupp.targets.device import DeviceUnavailable
-from nupp.targets.device_call import SpanArgument, call_kernel
+from nupp.runtime.module_cache import ModuleCache
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
@@ -93,12 +96,13 @@ class Host:
 
     def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc",
                  gang: int | None = None, tier: str | None = None, spirv_runner: str = "vulkan"):
-        self.request = Request(mode, cc, gang, tier, spirv_runner)  # refuses a bad mode, gang, tier or runner
         self.lua = new_lua_runtime()
         self.mode = mode
         self.cc = cc
         self.gang = gang
         self.tier = tier
+        self.spirv_runner = spirv_runner
+        self._modules = ModuleCache(mode, cc, gang, tier, spirv_runner)
         self.search_path = [Path(p) for p in (search_path or [])]
         self.module_error: Exception | None = None  # raised in Python once Lua unwinds
         self.internals = runtime_internals(self.lua)
@@ -125,10 +129,22 @@ class Host:
             {i - len(command): lua_bytes(word) for i, word in enumerate(words)})
         self._run(self.compile(source).lua, "@" + source.path, args, translated=True)
 
+    @cached_property
+    def request(self):
+        """The pipeline's Request (nupp/pipeline.py): made, and a bad mode, gang,
+        tier or runner refused, when a module is first compiled."""
+        from nupp.pipeline import Request
+        return Request(self.mode, self.cc, self.gang, self.tier, self.spirv_runner)
+
     def compile(self, source: Source) -> Compiled:
         """A module through the pipeline in this host's mode: its Lua, and its
-        @aot functions' library when native (built, or from the cache)."""
-        compiled = compile_for_host(source, self.request, self._cpu_tier)
+        @aot functions' library when native (built, or from the cache); or as
+        compiled before (runtime/module_cache.py)."""
+        compiled = self._modules.find(source, self._cpu_tier)
+        if compiled is None:
+            from nupp.pipeline import compile_for_host
+            compiled = compile_for_host(source, self.request, self._cpu_tier)
+            self._modules.keep(source, compiled)
         if compiled.tier is not None:
             self._lane_modules[compiled.native.library] = (source, compiled.tier)
         if compiled.device is not None:
@@ -190,6 +206,8 @@ class Host:
         """A device kernel called as its C function would be (native.lua's
         device_function): the status, offset among the module's errors, or
         (-1, why) when the device failed."""
+        from nupp.targets.device import DeviceUnavailable
+        from nupp.targets.device_call import call_kernel
         kernel, offset, runner = self._device_kernels[symbol]
         try:
             status = call_kernel(kernel, runner, *_device_arguments(kernel, list(abi_args)))
@@ -210,6 +228,7 @@ class Host:
         if lane_module is None:
             return self.lua.table_from([])
         source, tier = lane_module
+        from nupp.pipeline import native_executions
         try:
             executions = native_executions(source, self.request, tier)
         except Exception as err:  # noqa: BLE001 - re-raised whole once Lua unwinds
@@ -263,6 +282,9 @@ def _device_arguments(kernel, abi_args: list) -> tuple[dict, memoryview | None]:
     """A device kernel's arguments from its C function's (spans as address and
     length, a 64-bit integer as its digits, -0 as "-0": native.lua), and the
     memory its result goes to (the C function's last argument, a pointer)."""
+    import ctypes
+
+    from nupp.targets.device_call import SpanArgument
     arguments = {}
     strides = {span.name: span.stride for span in kernel.spans}
     for p in kernel.params:

@@ -115,12 +115,17 @@ def build_units(units: Sequence[Unit], toolchain: Toolchain, label: str = "modul
         return library
     with writing_to_cache(folder):
         _compile(units, toolchain, folder, library, label)
-        _write_atomically(manifest, json.dumps({
+        write_atomically(manifest, json.dumps({
             "key": key, "label": label, "cc": toolchain.path, "version": toolchain.version,
             "flags": list(toolchain.flags), "units": [{"name": u.name, "flags": list(u.flags)} for u in units],
             "nupp": version.__version__, "sha256": _sha256(library),
         }, indent=1).encode())
     return library
+
+
+def is_intact(library: Path) -> bool:
+    """Whether a library the cache built is still as built, a private file of this user's (else it is rebuilt)."""
+    return _intact(library, library.with_suffix(".json"))
 
 
 def _intact(library: Path, manifest: Path) -> bool:
@@ -223,7 +228,8 @@ def _keep_failed_source(c_source: str, folder: Path, label: str) -> Path:
     return path
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write a file under the cache folder so that no reader ever sees it half written (private: mkstemp's 0600)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)

@@ -6,7 +6,9 @@ an `@aot` span kernel, in every mode:
   * the verifier is called only from nupp/pipeline.py (what imports it is
     pyproject.toml's import-linter contract "verifier", tests/test_layers.py);
   * in lane mode the lane rewrite runs once for the module, and the lane IR
-    is sized once per distinct gang, though two tiers share a gang.
+    is sized once, at the gang of the tier this CPU runs (the one built); a
+    tree for distribution sizes it once per distinct gang, though two tiers
+    share a gang.
 Calls are counted by wrapping each function wherever a nupp module holds it:
 its own module and every module that imported it by name.
 """
@@ -25,11 +27,12 @@ import nupp.runtime.cli as cli
 from nupp.errors import Source
 from nupp.frontend import checker, parser
 from nupp.lane_rewrite import gang_size, rewrite
-from nupp.pipeline import MODES, compile_module, lane_ir
+from nupp.pipeline import MODES, Request, compile_for_tree, compile_module, lane_ir
 from nupp.targets.tiers import TIERS
 from nupp.verifier import verify
 
 from .conftest import require_tool
+from .test_tiers import oracle_tier
 
 MAIN = """\
 local span = nupp.mem.span
@@ -134,17 +137,26 @@ def test_only_the_pipeline_calls_the_verifier(run):
     assert {c.caller for c in inner} <= {verify.__name__}
 
 
-def test_lane_ir_is_made_once_and_sized_once_per_gang(run, program):
+def test_lane_ir_is_made_once_and_sized_once_per_gang(run, program, monkeypatch):
+    """`nupp run` builds the tier this CPU runs alone: one sizing, at its gang; a
+    tree for distribution builds every tier, sizing once per distinct gang."""
     mode, calls = run
     rewrites, sizings = called(calls, rewrite.rewrite_lanes), called(calls, gang_size.size_gangs)
     if mode not in ("lane", "spirv"):  # spirv: the lane library runs what the device refuses
         assert rewrites == sizings == []
         return
     assert len(rewrites) == 1  # main.nupp has no @aot functions
-    lanes = lane_ir(compile_module(Source.from_file(str(program.parent / "kernels.nupp"))))
+    source = Source.from_file(str(program.parent / "kernels.nupp"))
+    lanes = lane_ir(compile_module(source))
+    assert [c.args[1] for c in sizings] == [TIERS[oracle_tier()].gang_for(lanes)]
+    tree_calls: list[Call] = []
+    for function in (rewrite.rewrite_lanes, gang_size.size_gangs):
+        spy(monkeypatch, function, tree_calls)
+    compile_for_tree(source, Request(mode), "lib/kernels.so")
     tier_gangs = [g for g in (t.gang_for(lanes) for t in TIERS) if g is not None]
     assert len(set(tier_gangs)) < len(tier_gangs), "no two tiers share a gang: the test cannot fail"
-    assert sorted(c.args[1] for c in sizings) == sorted(set(tier_gangs))
+    assert len(called(tree_calls, rewrite.rewrite_lanes)) == 1
+    assert sorted(c.args[1] for c in called(tree_calls, gang_size.size_gangs)) == sorted(set(tier_gangs))
 
 
 # ---- the backend seam: a backend is one registry entry ------------------------------------
