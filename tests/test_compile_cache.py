@@ -156,9 +156,10 @@ def test_loading_a_module_twice_compiles_once(cache, tmp_path, monkeypatch):
     second_s = time.perf_counter() - t0
     report = f"nupp.load: first {first_s * 1000:.1f} ms ({runs_first} compiler run), second {second_s * 1000:.1f} ms"
     print("\n" + report)
-    assert runs_first == 2, report  # the module's library, its trampolines
-    assert counter.count == 2, report
-    assert len(set(cache.glob("*.so")) - libraries_before) == 2
+    # the module's library, and the trampolines of its calls unless this process built them for another test
+    assert runs_first in (1, 2), report
+    assert counter.count == runs_first, report
+    assert len(set(cache.glob("*.so")) - libraries_before) == runs_first
 
 
 # ---- concurrent builds -----------------------------------------------------------------------
