@@ -13,8 +13,8 @@ identical copies of their arrays, and must give the same outcome: the same
 result (type and bits: a NaN's bits too), or the same exception with the
 same text, and the same bytes in every array afterwards.
 
-Plain calls must take the fast path (the Lua path is not called), and the
-modes without a library of their own (interp) keep the Lua path.
+Plain calls must take the fast path (the Lua path is not called); interp
+mode, and the functions a device runs in spirv mode, keep the Lua path.
 """
 
 from __future__ import annotations
@@ -311,3 +311,19 @@ def test_statuses_results_and_a_large_call(module):
     big = np.zeros(100_000, module.dtype("Rec"))  # past the size at which the GIL is let go
     big["d"] = 1.5
     assert module.total(big) == module._lua_calls["total"](big) == 150_000.0
+
+
+def test_a_function_a_device_runs_keeps_the_lua_path(tmp_path):
+    from nupp.targets.device import DeviceUnavailable
+    if fast_call.extension("gcc") is None:
+        pytest.skip("no Python or NumPy C headers: every call takes the Lua path")
+    path = tmp_path / "calls.nupp"
+    path.write_text(MODULE)
+    try:
+        module = nupp.load(path, mode="spirv")
+    except DeviceUnavailable as err:
+        pytest.skip(f"no Vulkan device: {err}")
+    on_device = {name for name, execution in module.executions.items() if execution.startswith("spirv-")}
+    assert on_device and on_device != set(PARAMS), module.executions
+    for name in PARAMS:
+        assert (type(getattr(module, name)).__name__ == "Caller") == (name not in on_device), name
