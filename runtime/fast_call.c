@@ -14,11 +14,11 @@
  *   span (a Span or WriteSpan of struct T)   a NumPy array of T's dtype, 1-d,
  *        C-contiguous, at most 2^31 - 1 elements, writable for a WriteSpan:
  *        its data pointer and length
- *   float        a Python float (or subclass) that is not a NaN, or an int
- *                of magnitude at most 2^53: rounded to binary32 (C's
+ *   float        a Python float (or subclass: NumPy's float64) that is not a
+ *                NaN, or an int of magnitude at most 2^53: rounded to binary32 (C's
  *                conversion rounds to nearest even, as nupp.math.f32.narrow)
  *   number/double  the same, as binary64
- *   int32/uint32/int64/uint64  an int (not a bool) in the type's range
+ *   int32/uint32/int64/uint64  an int (not a subclass: no bool) in the type's range
  *   boolean      True or False
  *
  * A nonzero status from the C function is the run-time error it names:
@@ -65,10 +65,11 @@ typedef struct {
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
-/* The int `o` in [lo, hi] as int64 (hi up to INT64_MAX); 0 when it is not one (no error left set). */
+/* The int `o` in [lo, hi] as int64 (hi up to INT64_MAX); 0 when it is not one (no error left set).
+   An int exactly: a subclass (a bool, an IntEnum) is the boundary's to read. */
 static int integer_in(PyObject *o, long long lo, long long hi, long long *out)
 {
-    if (!PyLong_Check(o) || PyBool_Check(o))
+    if (!PyLong_CheckExact(o))
         return 0;
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
@@ -89,7 +90,7 @@ static int uint64_of(PyObject *o, uint64_t *out)
         *out = (uint64_t)small;
         return 1;
     }
-    if (!PyLong_Check(o) || PyBool_Check(o))
+    if (!PyLong_CheckExact(o))
         return 0;
     unsigned long long v = PyLong_AsUnsignedLongLong(o); /* raises for a negative or wider int */
     if (v == (unsigned long long)-1 && PyErr_Occurred()) {

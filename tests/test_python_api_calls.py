@@ -19,6 +19,7 @@ mode, and the functions a device runs in spirv mode, keep the Lua path.
 
 from __future__ import annotations
 
+import enum
 import math
 import struct
 
@@ -191,7 +192,22 @@ SPECIAL_FLOATS = [0.0, -0.0, math.inf, -math.inf, 1.0, 2.0 ** 31, 2.0 ** 64, 5e-
 FLOAT = st.floats() | st.sampled_from(SPECIAL_FLOATS + [math.nan])
 NUMPY = st.one_of(st.integers(-2 ** 31, 2 ** 31 - 1).map(np.int32), st.floats(width=32).map(np.float32),
                   FLOAT.map(np.float64), st.integers(0, 2 ** 64 - 1).map(np.uint64), st.booleans().map(np.bool_))
-OTHER = st.sampled_from([None, "1", b"1", (), [1]])
+class Level(enum.IntEnum):
+    HIGH = 7
+
+
+class OwnInt(int):
+    """An int that converts to another number: the boundary's reading of it decides."""
+
+    def __int__(self):
+        return 3
+
+
+class OwnFloat(float):
+    pass
+
+
+OTHER = st.sampled_from([None, "1", b"1", (), [1], Level.HIGH, OwnInt(9), OwnFloat(2.5), OwnFloat("nan")])
 ANY = st.one_of(ARRAY, INTEGER, FLOAT, st.booleans(), NUMPY, OTHER)
 
 # a plain argument of each kind: the k-th span of a call gets the k-th of four disjoint regions (span_region)
