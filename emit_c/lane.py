@@ -81,7 +81,7 @@ from typing import Callable, Optional
 
 from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
 from nupp.emit_c.helpers import C_OPS, c_const, c_type
-from nupp.emit_c.lane_helpers import LANE_FORMS, lane_form, lanes_helper
+from nupp.emit_c.lane_helpers import LANE_FORMS, LaneForm, conversion_form, lane_form, lanes_helper
 from nupp.emit_c.lane_memory import LaneMemory
 from nupp.emit_c.lane_vectors import (BLEND, COMPARE, CONVERT, ELEMENTS, LANE, NATIVE, REGISTERS, SHORT,
                                       SIZES)
@@ -132,9 +132,10 @@ def _binary32_operands(e: ir.Op) -> Optional[tuple]:
 
 def select_cost(body, varying) -> Optional[int]:
     """The vector operations of running a block as selects under a mask (each
-    assignment a blend, each op with a vector form one), or None when it
-    cannot run that way: a store, a loop, a break, a call, an op that can
-    raise, or an op computed lane by lane."""
+    assignment a blend, each op with a vector form one, a load a few: a
+    gather or a shuffle), or None when it cannot run that way: a store, a
+    loop, a break, a call, an op that can raise, or an op computed lane by
+    lane."""
     cost = 0
     for s in body:
         if isinstance(s, ir.If) and s.masked:
@@ -153,6 +154,8 @@ def select_cost(body, varying) -> Optional[int]:
                     if not (x.op in NATIVE or x.op in COMPARE or x.op in CONVERT or x.op in LANE_FORMS):
                         return None
                     cost += 1
+                elif isinstance(x, ir.Load):
+                    cost += 3
     return cost
 
 
@@ -220,7 +223,7 @@ class LanePreamble:
         self.gang = gang
         self.vector_types: set[tuple[str, int]] = set()  # (element C type, lanes) of each vector used
         self.lanes_used: set[int] = set()  # nu_lanes_xW (which lanes of a mask are set) is called
-        self.lane_forms: dict[tuple[str, int], str] = {}  # (op, lanes) -> C of its lane form, callees first
+        self.lane_forms: dict[str, str] = {}  # a form's name -> its C, callees first
         self.elements: set[str] = set()
 
     def vector(self, element: str, lanes: int) -> str:
@@ -235,15 +238,15 @@ class LanePreamble:
         self.lanes_used.add(lanes)
         return f"nu_lanes_x{lanes}"
 
-    def use_lane_form(self, op: str, lanes: int) -> None:
-        form = lane_form(op, lanes)
+    def use_form(self, form: LaneForm, lanes: int) -> None:
+        """Record a form of `lanes` lanes (lane_helpers.py) and what it uses."""
         for needed in form.needs:
-            self.use_lane_form(needed, lanes)
+            self.use_form(lane_form(needed, lanes), lanes)
         for element in form.vectors:
             self.vector(element, lanes)
         if form.lanes:
             self.use_lanes(lanes)
-        self.lane_forms.setdefault((op, lanes), form.code)
+        self.lane_forms.setdefault(form.name, form.code)
 
     def state(self) -> tuple:
         """What `restore` goes back to (a gang's trial emission leaves nothing behind)."""
@@ -594,7 +597,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
             return f"(({new} & {mask}) | ({old} & ~{mask}))"
         element = ELEMENTS[width]
         blend = self.vector_of(BLEND[SIZES[element]])
-        m = mask if SIZES[element] == 4 else f"__builtin_convertvector({mask}, {blend})"
+        m = mask if SIZES[element] == 4 else self.converted(mask, "int32_t", BLEND[SIZES[element]])
         cast = "" if element == BLEND[SIZES[element]] else f"({self.vec(width)})"
         return f"{cast}((({blend}){new} & {m}) | (({blend}){old} & ~{m}))"
 
@@ -727,8 +730,8 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         self.line("{")
         self.depth += 1
         for k in range(self.parts):
-            self.line(f"{i64} {c[k]} = __builtin_convertvector({starts[k]}, {i64});")
-            self.line(f"const {i64} {last[k]} = __builtin_convertvector({stops[k]}, {i64});")
+            self.line(f"{i64} {c[k]} = {self.converted(starts[k], 'int32_t', 'int64_t')};")
+            self.line(f"const {i64} {last[k]} = {self.converted(stops[k], 'int32_t', 'int64_t')};")
         self.line(f"const {i64} {step} = {{{', '.join([str(s.step)] * self.width)}}};")
         self.loop_mask(m)
         self.reads.update((*c, *last, step))
@@ -736,10 +739,11 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         self.depth += 1
         test = "<=" if s.step > 0 else ">="
         for k in range(self.parts):
-            self.line(f"{m[k]} &= __builtin_convertvector({c[k]} {test} {last[k]}, {mask});")
+            self.line(f"{m[k]} &= {self.converted(f'({c[k]} {test} {last[k]})', 'int64_t', 'int32_t')};")
         self.line(f"if ({self.all_lanes(m)} == 0) break;")
         self.scopes.append({})
         for k, var in enumerate(self.bind_parts(s.var)):
+            # one expression: the declaration goes when nothing reads the counter
             self.declare_line(f"const {i32} {var} = __builtin_convertvector({c[k]}, {i32});", var, drop=True)
         self.in_loop(m, lambda: self.under_mask(m, s.body, self.dead_after[id(s)]))
         self.scopes.pop()
@@ -942,7 +946,7 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         A partial form that leaves some lane to the scalar rule returns 0: then
         every lane takes the scalar rule."""
         args = [self.vector_expr(a) for a in e.args]
-        self.preamble.use_lane_form(e.op, self.width)
+        self.preamble.use_form(form, self.width)
         t = self.temp()
         self.line(f"{self.vec(e.width)} {t};")
         call = f"{form.name}(&{t}, {', '.join('&' + a for a in args)})"
@@ -966,10 +970,11 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         return self.named(e.width, text)
 
     def compare_text(self, a: str, sym: str, b: str, width: Width) -> str:
-        """A vector comparison as a mask (0 / -1 int32 lanes)."""
+        """A vector comparison as a mask (0 / -1 int32 lanes): an expression, or
+        the temporary of the narrowed 64-bit lanes."""
         text = f"({a} {sym} {b})"
         if SIZES[ELEMENTS[width]] != 4:  # 64-bit lanes: narrow the 0 / -1 lanes
-            text = f"__builtin_convertvector({text}, {self.vec(Width.BOOL)})"
+            text = self.converted(text, BLEND[8], ELEMENTS[Width.BOOL])
         return text
 
     def compare(self, e: ir.Op) -> str:
@@ -978,7 +983,8 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
             a, b = (self.vector_expr(x) for x in narrowed)
             return self.named(Width.BOOL, f"({a} {COMPARE[e.op]} {b})")
         a, b = (self.vector_expr(x) for x in e.args)
-        return self.named(Width.BOOL, self.compare_text(a, COMPARE[e.op], b, e.args[0].width))
+        text = self.compare_text(a, COMPARE[e.op], b, e.args[0].width)
+        return text if text.isidentifier() else self.named(Width.BOOL, text)
 
     def convert(self, e: ir.Op) -> str:
         """A C conversion per lane.  Narrowing a binary64 vector that is a
@@ -993,9 +999,25 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         arg = self.vector_expr(source)
         if e.op == "narrow.f64.f32" and arg in self.promoted:
             return self.promoted[arg]
-        t = self.named(e.width, f"__builtin_convertvector({arg}, {self.vec(e.width)})")
+        t = self.converted(arg, ELEMENTS[source.width], ELEMENTS[e.width])
         if e.op == "promote.f32.f64":
             self.promoted[t] = arg
+        return t
+
+    def converted(self, vector: str, source: str, target: str) -> str:
+        """A temporary of `vector`'s lanes (C type `source`) converted to `target`
+        by C's conversion: one instruction where the tier has it for these lanes
+        (lane_helpers.conversion_form), else __builtin_convertvector."""
+        form = conversion_form(source, target, self.width)
+        if form is None:
+            return self.named_typed(target, f"__builtin_convertvector({vector}, {self.vector_of(target)})")
+        if not vector.isidentifier():
+            vector = self.named_typed(source, vector)
+        self.preamble.use_form(form, self.width)
+        t = self.temp()
+        self.line(f"{self.vector_of(target)} {t};")
+        self.line(f"{form.name}(&{t}, &{self.read(vector)});")
+        self.reads.add(t)
         return t
 
     def named(self, width: Width, text: str) -> str:

@@ -28,6 +28,10 @@ wraps' ranges.
                   it, else 0, and the lane C runs the scalar nu_wrap_f64 per lane
   eq.bool         masks equal where their xor is 0
 
+`conversion_form` gives the same for C's conversions that change the lanes'
+size (binary32 / int32 / uint32 to binary64, 32- to 64-bit integers and
+back): the one instruction where the tier has it for the whole register.
+
 Operands and the result are passed by pointer: a GCC/Clang vector wider
 than the tier's registers passed by value changes the psABI (a warning).
 Every form is `__attribute__((unused))`: a unit carries the forms of each
@@ -40,6 +44,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from nupp.emit_c.helpers import _f32_literal
+from nupp.emit_c.lane_vectors import SHORT
 from nupp.scalar_ir.numerics import (EXP_COEFFICIENTS, EXP_DEGREE, EXP_HIGH, EXP_LOW, EXP_SCALE,
                                      EXP_SQUARINGS)
 from nupp.scalar_ir.ops import OPS, RULE, check_rendered
@@ -240,8 +245,7 @@ def _frombits_f32(g: int) -> LaneForm:
 # ---- integers: modular negation and shifts, as nu_neg_* / nu_shl_* / nu_shr_* state them
 
 _UNSIGNED = {"i32": "uint32_t", "u32": "uint32_t", "i64": "uint64_t", "u64": "uint64_t"}
-_ELEMENT = {"i32": "int32_t", "u32": "uint32_t", "i64": "int64_t", "u64": "uint64_t",
-            "f64": "double", "f32": "float"}
+_ELEMENT = {short: element for element, short in SHORT.items()}
 
 
 def _vector(short: str, g: int) -> str:
@@ -403,6 +407,63 @@ def _eq_bool(g: int) -> LaneForm:
 }}
 """
     return LaneForm(name, (), ("int32_t",), code)
+
+
+# ---- conversions that change the lanes' size, by the instruction ------------------------------
+
+# GCC 12 writes a __builtin_convertvector that doubles the lanes' size as two
+# conversions of halves and an insert (and a 64-to-32-bit truncation as a
+# two-source permute), even where one instruction converts the whole
+# register.  (source, target) element -> {lanes: (macro, intrinsic, operand
+# type)}: each the C conversion exactly (integers sign- or zero-extended by the
+# source's signedness, truncated modulo 2^32; binary32 and int32 to binary64
+# exact).
+_AVX512F, _AVX512VL = "defined(__AVX512F__)", "defined(__AVX512F__) && defined(__AVX512VL__)"
+_TO_F64 = {"float": ("_mm512_cvtps_pd", "_mm256_cvtps_pd", "__m256", "__m128", "defined(__AVX__)"),
+           "int32_t": ("_mm512_cvtepi32_pd", "_mm256_cvtepi32_pd", "__m256i", "__m128i", "defined(__AVX__)"),
+           "uint32_t": ("_mm512_cvtepu32_pd", "_mm256_cvtepu32_pd", "__m256i", "__m128i", _AVX512VL)}
+_EXTEND = {"int32_t": "cvtepi32_epi64", "uint32_t": "cvtepu32_epi64"}
+
+
+def _conversions() -> dict:
+    table = {}
+    for source, (wide, narrow, wide_in, narrow_in, narrow_macro) in _TO_F64.items():
+        table[(source, "double")] = {8: (_AVX512F, wide, wide_in), 4: (narrow_macro, narrow, narrow_in)}
+    for source, name in _EXTEND.items():
+        for target in ("int64_t", "uint64_t"):
+            table[(source, target)] = {8: (_AVX512F, f"_mm512_{name}", "__m256i"),
+                                       4: ("defined(__AVX2__)", f"_mm256_{name}", "__m128i")}
+    for source in ("int64_t", "uint64_t"):
+        for target in ("int32_t", "uint32_t"):
+            table[(source, target)] = {8: (_AVX512F, "_mm512_cvtepi64_epi32", "__m512i"),
+                                       4: (_AVX512VL, "_mm256_cvtepi64_epi32", "__m256i")}
+    return table
+
+
+CONVERSIONS = _conversions()
+
+
+def conversion_form(source: str, target: str, g: int) -> Optional[LaneForm]:
+    """`nu_cvt_<s>_<t>x<g>(&r, &a)`: C's conversion of g `source` lanes to
+    `target`, one instruction where the tier has it; None where no
+    instruction converts g lanes in one register (__builtin_convertvector does)."""
+    entry = CONVERSIONS.get((source, target), {}).get(g)
+    if entry is None:
+        return None
+    macro, intrinsic, operand = entry
+    name, t, a = f"nu_cvt_{SHORT[source]}_{SHORT[target]}x{g}", _vector(SHORT[target], g), _vector(SHORT[source], g)
+    code = f"""
+/* {source} to {target} per lane, C's conversion: {intrinsic} where the tier has it */
+{_signature(name, t, 1, (a,))}
+{{
+#if {macro}
+    *r = ({t}){intrinsic}(({operand})*a);
+#else
+    *r = __builtin_convertvector(*a, {t});
+#endif
+}}
+"""
+    return LaneForm(name, (), (source, target), code)
 
 
 LANE_FORMS = {

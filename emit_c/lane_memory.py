@@ -125,11 +125,11 @@ class LaneMemory:
             vector = self.vector_expr(e)
             if c_type(e.width) == stored:
                 return vector
-            unsigned = self.vector_of(f"uint{storage.bits}_t")
-            return self.named_typed(stored, f"({self.vector_of(stored)})__builtin_convertvector({vector}, {unsigned})")
+            unsigned = self.converted(vector, c_type(e.width), f"uint{storage.bits}_t")
+            return self.named_typed(stored, f"({self.vector_of(stored)}){unsigned}")
         vector = self.vector_expr(e)
         if c_type(e.width) != stored:
-            vector = self.named_typed(stored, f"__builtin_convertvector({vector}, {self.vector_of(stored)})")
+            vector = self.converted(vector, c_type(e.width), stored)
         if stored != "float" or isinstance(e, ir.Const):
             return vector
         bits = self.vector_of("int32_t")
@@ -212,7 +212,7 @@ class LaneMemory:
         t, stored = self.gather_stored(e)
         if stored == c_type(e.width):
             return t
-        widened = self.named(e.width, f"__builtin_convertvector({t}, {self.vec(e.width)})")
+        widened = self.converted(t, stored, c_type(e.width))
         if stored == "float":
             self.promoted[widened] = t
         return widened

@@ -4,7 +4,8 @@ gang, under GCC and Clang.
 
   * FORMS computes every op that has a whole-vector form (shifts of each width
     by varying and by uniform counts, neg of each integer width, abs, floor,
-    ceil and sqrt, binary64 // and %, the four wraps, == on booleans) from rows
+    ceil and sqrt, binary64 // and %, the four wraps, == on booleans, and the
+    conversions that change the lanes' size by one instruction) from rows
     of edge values (shift counts 0, 31, 32, 33, 63, 64, -1, ...; binary64
     zeros, infinities, NaNs, the wraps' range ends); every field must equal an
     oracle written here from LANGUAGE.md sections 3-5, in every execution
@@ -94,6 +95,11 @@ local struct Out
     wl: int64
     wz: uint64
     same: int32
+    cf: number
+    cu: number
+    cw: int64
+    cz: uint64
+    ct: int32
 end
 
 @aot
@@ -129,6 +135,11 @@ local function forms(exclusive out: span.WriteSpan<Out>, borrows inp: span.Span<
             same = 1
         end
         out[i].same = same
+        out[i].cf = e.f + e.a
+        out[i].cu = e.u * 0.5
+        out[i].cw = e.w + e.a
+        out[i].cz = e.z + e.u
+        out[i].ct = e.a << e.w
     end
 end
 
@@ -282,7 +293,8 @@ def oracle(module, inp: np.ndarray, k: int) -> np.ndarray:
     >> logical; integer negation modulo 2^N; floor, ceil, sqrt and abs IEEE;
     binary64 a // b = floor(a / b) and a % b = a - floor(a / b) * b, each step
     rounded once; a wrap truncates toward zero modulo 2^N (NaN, inf: 0); a
-    stored binary32 NaN is 0x7FC00000."""
+    stored binary32 NaN is 0x7FC00000; int32, uint32 and binary32 widen to
+    binary64 exactly and to 64-bit integers by sign or zero."""
     out = np.zeros(len(inp), dtype=module.dtype("Out"))
     with np.errstate(all="ignore"):
         for i, row in enumerate(inp):
@@ -305,6 +317,9 @@ def oracle(module, inp: np.ndarray, k: int) -> np.ndarray:
             out[i]["wi"], out[i]["wu"] = wrap_int(float(x), 32, True), wrap_int(float(y), 32, False)
             out[i]["wl"], out[i]["wz"] = wrap_int(float(x), 64, True), wrap_int(float(y), 64, False)
             out[i]["same"] = int((a < n) == (x < y))
+            out[i]["cf"], out[i]["cu"] = np.float64(f) + np.float64(a), np.float64(u) * 0.5
+            out[i]["cw"], out[i]["cz"] = _signed(w + a, 64), (z + u) & M64
+            out[i]["ct"] = _signed(a << (w & 31), 32)
     return out
 
 
@@ -361,7 +376,8 @@ def test_the_forms_run_in_gangs_with_every_op_as_a_whole_vector():
     body = text.split("c += 32) {", 1)[-1] if "c += 32) {" in text else text
     for form in ("shl_i32", "shr_i32", "shl_i64", "shr_i64", "shl_u64", "shr_u64", "neg_i32", "neg_i64", "neg_u64",
                  "neg_u32", "floor_f64", "ceil_f64", "sqrt_f64", "abs_f64", "idiv_f64", "mod_f64", "sqrt_f32",
-                 "abs_f32", "wrap_f64_i32", "wrap_f64_u32", "wrap_f64_i64", "wrap_f64_u64", "eq_bool"):
+                 "abs_f32", "wrap_f64_i32", "wrap_f64_u32", "wrap_f64_i64", "wrap_f64_u64", "eq_bool",
+                 "cvt_f32_f64", "cvt_i32_f64", "cvt_u32_f64", "cvt_i32_i64", "cvt_u32_u64", "cvt_i64_i32"):
         assert re.search(rf"\bnu_{form}x\d+\(&", body), form
     assert not re.search(r"\{nu_(shl|shr|neg|wrap)_", body)  # no vector built of scalar helper calls
 
