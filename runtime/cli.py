@@ -1,7 +1,7 @@
 """The `nupp` command line.
 
     nupp run FILE.nupp|PROJECT_DIR [--aot on|off] [--mode interp|scalar|lane|spirv] [--tier baseline|v2|v3|v4]
-                  [--gang 4|8|16] [--cc gcc|clang] [--spirv-runner vulkan|wgpu] [ARGS...]
+                  [--gang 4|8|16|32] [--cc gcc|clang] [--spirv-runner vulkan|wgpu] [ARGS...]
     nupp build [PROJECT_DIR] [--aot on|off] [--out DIR] [--target TRIPLE] [--cc gcc|clang]
                                                   a project's relocatable output tree, bin/NAME its program
     nupp check FILE.nupp                          report diagnostics
@@ -14,7 +14,7 @@
     nupp emit --spirv-out OUT.spv FILE.nupp       the SPIR-V binary (one kernel: OUT.spv; more: OUT.NAME.spv)
     nupp bench [--size N] [--repeats N] [--kernels K,..] [--cc gcc|clang]
                                                   lane C against scalar C and hand-written C
-    nupp crosscheck [FILES|DIRS] [--cc gcc,clang] [--tier T,..] [--gang 4,8,16] [--target x86_64]
+    nupp crosscheck [FILES|DIRS] [--cc gcc,clang] [--tier T,..] [--gang 4,8,16,32] [--target x86_64]
                   [--sanitize] [--seed N] [--cases N] [--verbose] [--keep DIR]
                                                   scalar C against lane C (and compilers, tiers against
                                                   each other) in standalone C programs; exit 1 on a mismatch
