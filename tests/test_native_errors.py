@@ -226,9 +226,9 @@ def test_command_line_aot_on_and_off_print_the_same(tmp_path, capsys, monkeypatc
             rendered.append(capsys.readouterr().err)
         assert expected_message(name).split(": ", 1)[1] in rendered[0], rendered[0]
         # The diagnostic (position, message, quoted line) is the same.  The "from:" list of
-        # Nupp frames that may follow is not compared: an error raised inside compiled C
-        # has no Nupp frame of the function's body (only the calling line), where the
-        # interpreter's traceback also lists the line inside the @aot function.
+        # Nupp frames that may follow is not compared: compiled C is one native call, listed
+        # as "in native code of 'f'" before the script's frames, where the interpreter's
+        # traceback lists the line inside the @aot function (tests/test_cli.py pins both).
         diagnostics = [text.split("\nfrom:\n")[0].rstrip("\n") for text in rendered]
         assert diagnostics[0] == diagnostics[1], f"{name}:\n--aot off:\n{rendered[0]}\n--aot on:\n{rendered[1]}"
 
