@@ -30,7 +30,8 @@ its bits cannot depend on their order:
                 invocations must never share one)
 
 `device_refusal` says why a function is refused (`nupp emit --report`), or
-None; `split_kernel` gives an admitted function's prologue, span loop and
+None; `one_span_loop_refusal` and `carried_refusal` are the shape and
+iteration rules a chunked call (runtime/chunking.py) shares with the device; `split_kernel` gives an admitted function's prologue, span loop and
 epilogue, `kernel_reductions` the reductions the finish kernel combines.
 """
 
@@ -79,15 +80,36 @@ def calls_in(body) -> list[ir.Call]:
     return [x for s in statements(body) for e in own_exprs(s) for x in subexprs(e) if isinstance(x, ir.Call)]
 
 
-def _shape_refusal(fn: ir.Function) -> Optional[str]:
+def one_span_loop_refusal(fn: ir.Function, runner: str) -> Optional[tuple[ir.Loc, str]]:
+    """Where and why `fn` is not one span loop at function level (`runner`, "the
+    device" or "a chunk", is what runs one), or None."""
     spans = span_loops(fn)
-    if len(spans) != 1:
-        return ("it has no loop over spans" if not spans else
-                f"it has {len(spans)} loops over spans, at {', '.join(str(s.loc) for s in spans)} (the device runs one)")
-    loop = spans[0]
-    at = next((k for k, s in enumerate(fn.body) if s is loop), None)
-    if at is None:
-        return f"the loop over spans at {loop.loc} is inside another statement (the device runs one at function level)"
+    if not spans:
+        return fn.loc, "it has no loop over spans"
+    if len(spans) > 1:
+        return (spans[1].loc, f"it has {len(spans)} loops over spans, at {', '.join(str(s.loc) for s in spans)} "
+                              f"({runner} runs one)")
+    if not any(s is spans[0] for s in fn.body):
+        return (spans[0].loc, f"the loop over spans at {spans[0].loc} is inside another statement "
+                              f"({runner} runs one at function level)")
+    return None
+
+
+def carried_refusal(loop: ir.For, why: str) -> Optional[str]:
+    """A local declared outside `loop` that it assigns other than as an exact
+    reduction (`why` says how the iterations run apart), or None."""
+    carried = sorted(outer_assigned(loop) - reductions_of(loop).keys())
+    if carried:
+        return (f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in it and is not "
+                f"an exact reduction ({why}: no other value carries between them)")
+    return None
+
+
+def _shape_refusal(fn: ir.Function) -> Optional[str]:
+    shape = one_span_loop_refusal(fn, "the device")
+    if shape is not None:
+        return shape[1]
+    loop = span_loops(fn)[0]
     if loop.step != 1:
         return f"the span loop at {loop.loc} has step {loop.step} (the device runs step 1)"
     params = {p.name for p in fn.params} - {s.name for s in statements(fn.body) if isinstance(s, ir.Assign)}
@@ -107,12 +129,7 @@ def host_computable(e, params) -> bool:
 
 def _iteration_refusal(fn: ir.Function) -> Optional[str]:
     _, loop, _ = split_kernel(fn)
-    carried = sorted(outer_assigned(loop) - reductions_of(loop).keys())
-    if carried:
-        return (f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in it and is not "
-                "an exact reduction (each iteration runs in its own invocation: no other value carries "
-                "between them)")
-    return None
+    return carried_refusal(loop, "each iteration runs in its own invocation")
 
 
 def _memory_refusal(fn: ir.Function, module: ir.Module) -> Optional[str]:

@@ -38,10 +38,10 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from nupp.emit_spirv.admit import split_kernel
+from nupp.emit_spirv.admit import carried_refusal, one_span_loop_refusal, split_kernel
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import COMPARISONS, OPS, combining_op
-from nupp.scalar_ir.varying import outer_assigned, reductions_of, span_loops
+from nupp.scalar_ir.varying import reductions_of, span_loops
 from nupp.scalar_ir.walk import breaks_leaving, own_exprs, statements, subexprs
 
 IDEMPOTENT = ("band", "bor", "min", "max")  # op(x, x) == x: extra copies of a start value change nothing
@@ -71,16 +71,8 @@ def result_op(fn: ir.Function) -> Optional[str]:
 
 
 def _shape_refusal(fn: ir.Function) -> Optional[Refusal]:
-    loops = span_loops(fn)
-    if not loops:
-        return Refusal(fn.loc, "it has no loop over spans")
-    if len(loops) > 1:
-        return Refusal(loops[1].loc, f"it has {len(loops)} loops over spans, at "
-                       f"{', '.join(str(s.loc) for s in loops)} (a chunk runs one)")
-    if not any(s is loops[0] for s in fn.body):
-        return Refusal(loops[0].loc, f"the loop over spans at {loops[0].loc} is inside another statement "
-                       "(a chunk runs one at function level)")
-    return None
+    shape = one_span_loop_refusal(fn, "a chunk")
+    return None if shape is None else Refusal(*shape)
 
 
 def _bounds_refusal(fn: ir.Function, loop: ir.For) -> Optional[Refusal]:
@@ -139,12 +131,8 @@ def _exit_refusal(fn: ir.Function, loop: ir.For) -> Optional[Refusal]:
 
 
 def _carried_refusal(loop: ir.For) -> Optional[Refusal]:
-    carried = sorted(outer_assigned(loop) - reductions_of(loop).keys())
-    if carried:
-        return Refusal(loop.loc, f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in "
-                       "it and is not an exact reduction (each chunk's call starts it afresh: no other value "
-                       "carries between iterations)")
-    return None
+    why = carried_refusal(loop, "each chunk's call starts it afresh")
+    return None if why is None else Refusal(loop.loc, why)
 
 
 def _result_refusal(fn: ir.Function, loop: ir.For) -> Optional[Refusal]:
