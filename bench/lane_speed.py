@@ -1,91 +1,183 @@
-"""Benchmark (not a test): lane C at every tier and gang against scalar C and hand-written C.
+"""Benchmark (not a test): nupp's lane C at every tier and gang against its peers.
 
-    .venv/bin/nupp bench [--size N] [--repeats N] [--kernels K,...] [--cc gcc|clang]
+    .venv/bin/nupp bench [--size N,...] [--repeats N] [--kernels K,...] [--cc gcc|clang] [--plot FILE.png]
     .venv/bin/python -m bench.lane_speed [same options]   (from the repository root)
 
-For each BENCH kernel, side by side in one run on the same NumPy arrays:
-nupp's scalar C, its lane C at each feature tier this CPU runs x each gang
-(4, 8, 16, 32: a library pinned with tier= and gang=), the SPIR-V kernel on the
-Vulkan device through each runner that opens one (mode="spirv": lavapipe
-runs it on these same CPU cores), and the kernel written by
-hand in C (bench/handwritten/kernels.c) at -O3 -march=native (the issue's
-peer: GCC auto-vectorizes it) and at -O2.  Rounds are interleaved (every
-execution once per round) and the median round counts, so a drift of the
-clock touches every column alike.  Millions of elements per second, and the
-ratios that are the claims: lane / scalar C and lane / hand C -O3 -march=native.
-Each kernel's goals from the lane issue are printed beside the numbers.
-Then the cold compile-and-load time of a tiered module (every tier and the
-dispatcher, an empty cache) against a cache hit.
+For each BENCH kernel and each size (default 10^5 and 10^7 elements), side by
+side in one run on the same NumPy arrays: nupp's scalar C, its lane C at each
+feature tier this CPU runs x each gang (a library pinned with tier= and gang=),
+the default execution (what `--aot on` loads), the SPIR-V kernel through each
+runner that opens a device (lavapipe runs it on these same CPU cores), and the
+peers a user would pick instead: Numba `@njit` (bench/peers/numba_kernels.py),
+explicit-SIMD C with vector extensions at gangs 8, 16 and 32 under GCC and
+Clang (bench/handwritten/simd_kernels.c, -O3 -march=native), and the old
+scalar C (kernels.c, -O3 -march=native and -O2).  Every peer computes nupp's
+bits (tests/test_bench_peers.py).  Rounds are interleaved (every execution once
+per round) and the median round counts, so a drift of the clock touches every
+column alike.  Millions of elements per second and the ratios that are the
+claims, with every goal of the lane and performance issues judged beside them.
+
+At sizes of 10^7 and more, each streaming kernel's memory roof: the bytes its
+spans move per element times the copy bandwidth of a C stream copy measured in
+the same rounds.  Then the short spans (lengths 1..3G: the default against
+scalar C), the cold compile-and-load time of a tiered module, and with --plot a
+chart of throughput against span size from 10^2 to 10^7.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import random
+import re
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 import nupp
+from nupp.paths import NuppEnvironmentError
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.tiers import TIER_NAMES, TIERS
 
-from bench.native_speed import KERNELS, handwritten_library, load_times, workloads  # bench/ is not installed
+# bench/ is not installed: these run from the checkout's root
+from bench.native_speed import KERNELS, WORKLOADS, Workload, load_times
+from bench.peers.hand_c import NATIVE, Library, compile_library, hand_scalar, hand_simd_libraries
 
-BENCH_KERNELS = ("mandelbrot", "corrected", "tecsbits", "mixedwidth", "simd")
-GANGS = GANG_SIZES
-HAND_PEER = "hand C -O3 native"
-HAND_FLAGS = {HAND_PEER: ("-O3", "-march=native"), "hand C -O2": ("-O2",)}
+BENCH_KERNELS = tuple(WORKLOADS)
+DEFAULT_SIZES = (100_000, 10_000_000)
+ROOF_SIZE = 10_000_000  # from here on the arrays are far beyond the caches: the memory roof is printed
+PLOT_SIZES = tuple(10 ** k for k in range(2, 8))
 DEFAULT = "default"  # the execution `--aot on` picks: the best tier at its own gang
+SCALAR = "scalar C"
+NUMBA = "Numba"
+HAND_PEER = "hand C -O3 native"
+HAND_SCALAR = {HAND_PEER: NATIVE, "hand C -O2": ("-O2",)}
+COPY = "stream copy"
+COPY_BYTES = 128 << 20  # each buffer: four times the largest L3 of the machines this ran on
+MIN_SAMPLE_ELEMENTS = 200_000  # a timed sample repeats a short call until it covers this many elements
 
 
 @dataclass(frozen=True)
 class Goal:
-    """The issue's claim: `execution` runs at least `factor` times as fast as `peer`."""
+    """A claim: `execution` runs at least `factor` times as fast as `peer`.  Each names
+    an execution, DEFAULT, or a group of executions (GROUPS): its best or its slowest."""
 
     execution: str
     peer: str
     factor: float
+    source: str  # the issue and item that set it
 
 
-GOALS = {
-    "mandelbrot": (Goal("lane8-v3", "scalar C", 6.0), Goal("lane16-v4", "scalar C", 10.0)),
-    "corrected": (Goal(DEFAULT, "scalar C", 3.0),),
-    "tecsbits": (Goal(DEFAULT, HAND_PEER, 0.9),),
-    "mixedwidth": (Goal(DEFAULT, HAND_PEER, 0.9),),
-    "simd": (Goal(DEFAULT, HAND_PEER, 0.9),),
+def _is_lane(label: str) -> bool:
+    return label.startswith("lane")
+
+
+GROUPS: dict[str, tuple[Callable[[str], bool], Callable]] = {
+    "the best hand SIMD C": (lambda label: label.startswith("hand SIMD"), max),
+    "the best lane C": (_is_lane, max),
+    "the slowest lane C": (_is_lane, min),
+    "the best lane C at v4": (lambda label: _is_lane(label) and label.endswith("-v4"), max),
+    "the best lane C at v3": (lambda label: _is_lane(label) and label.endswith("-v3"), max),
 }
+SAME_GANG_SIMD = "the hand SIMD C at the default's gang"
+
+EVERY_KERNEL = (
+    Goal(DEFAULT, NUMBA, 1.0, "issue 15 item 0"),
+    Goal(DEFAULT, "the best hand SIMD C", 0.9, "issue 15 item 0"),
+    Goal("the slowest lane C", SCALAR, 0.9, "issue 15 item 2"),
+    Goal(DEFAULT, "the best lane C", 0.9, "issue 15 item 3"),
+)
+GOALS = {
+    "mandelbrot": (Goal("lane8-v3", SCALAR, 6.0, "lane issue"), Goal("lane16-v4", SCALAR, 10.0, "lane issue"),
+                   Goal("the best lane C at v4", SCALAR, 15.0, "issue 15 item 1"),
+                   Goal("the best lane C at v3", SCALAR, 9.0, "issue 15 item 1"),
+                   Goal(DEFAULT, SAME_GANG_SIMD, 1.0, "issue 15 item 1")),
+    "corrected": (Goal(DEFAULT, SCALAR, 3.0, "lane issue"),),
+    "tecsbits": (Goal(DEFAULT, HAND_PEER, 0.9, "lane issue"),),
+    "mixedwidth": (Goal(DEFAULT, HAND_PEER, 0.9, "lane issue"),),
+    "simd": (Goal(DEFAULT, HAND_PEER, 0.9, "lane issue"),),
+}
+ROOF_FRACTION = 0.8  # issue 15 item 7: the lane C reaches at least 80% of the memory roof
 
 
-def run_benchmark(size: int = 1_000_000, repeats: int = 5, kernels=BENCH_KERNELS, cc: str = "gcc") -> None:
-    hands = {name: handwritten_library(flags) for name, flags in HAND_FLAGS.items()}
-    best_tier = nupp.load(KERNELS / "mixedwidth.nupp", mode="lane", cc=cc).execution.split("-", 1)[1]
-    best = TIER_NAMES.index(best_tier)
-    print(f"lane C against scalar C and hand-written C: {size} elements, median of {repeats} interleaved rounds")
-    print(f"CPU: {_cpu_model()}; it runs tiers {', '.join(TIER_NAMES[:best + 1])}; "
-          f"nupp's C by {cc}, the hand-written C by gcc")
-    workload = workloads(size, np.random.default_rng(7))
-    for name in kernels:
-        module, build, call, hand = workload[name]
-        path = KERNELS / f"{module}.nupp"
-        default = nupp.load(path, mode="lane", cc=cc).execution  # what --aot on runs for this kernel
-        runs = {"scalar C": nupp.load(path, mode="scalar", cc=cc)}
-        for tier in TIERS[:best + 1]:
-            for gang in GANGS:
-                runs[f"lane{gang}-{tier.name}"] = nupp.load(path, mode="lane", cc=cc, gang=gang, tier=tier.name)
-        for kind, device_runner in _device_runners().items():
-            device = nupp.load(path, mode="spirv", cc=cc, spirv_runner=kind)
-            runs[f"spirv-{device_runner.device_name} ({kind})"] = device
-        args = build(runs["scalar C"])
-        calls = {label: partial(call, m, args) for label, m in runs.items()}
-        calls.update({label: partial(hand, ffi, lib, args) for label, (ffi, lib) in hands.items()})
-        rates = {label: len(args[0]) / seconds / 1e6 for label, seconds in _median_rounds(calls, repeats).items()}
-        _print_kernel(name, rates, default)
+@dataclass
+class Contenders:
+    """Everything `nupp bench` runs, loaded and compiled once; the arrays come per size."""
+
+    cc: str
+    hands: dict[str, Library]  # the C peers by label
+    copy: Library | None  # the stream copy of the memory roof
+    numba: bool
+
+    def executions(self, workload: Workload, modules: dict, arrays) -> dict[str, Callable[[], object]]:
+        """label -> a call on `arrays`: nupp's modules, Numba, the C peers."""
+        calls = {label: workload.nupp_call(module, arrays) for label, module in modules.items()}
+        if self.numba:
+            calls[NUMBA] = workload.numba_call(arrays)
+        calls.update({label: workload.c_call(library, arrays) for label, library in self.hands.items()})
+        return calls
+
+
+def run_benchmark(sizes=DEFAULT_SIZES, repeats: int = 5, kernels=BENCH_KERNELS, cc: str = "gcc",
+                  plot: str | None = None) -> None:
+    if plot:
+        _require_matplotlib()
+    contenders = _contenders(cc)
+    best = _best_tier(cc)
+    print(f"nupp against its peers: median of {repeats} interleaved rounds, million elements / s")
+    print(f"CPU: {_cpu_model()}; it runs tiers {', '.join(TIER_NAMES[:best + 1])}; nupp's C by {cc}; "
+          f"hand SIMD C by {', '.join(sorted({label.split()[-1] for label in contenders.hands if 'SIMD' in label}))}")
+    loaded = {name: _nupp_modules(WORKLOADS[name], cc, best) for name in kernels}
+    for size in sizes:
+        print(f"\n=== {size} elements ===")
+        for name in kernels:
+            _bench_kernel(name, size, repeats, contenders, *loaded[name])
+    _print_short_spans(kernels, loaded, repeats)
     _print_load_times()
+    if plot:
+        _plot(plot, kernels, loaded, contenders, repeats)
+
+
+def _contenders(cc: str) -> Contenders:
+    hands = hand_simd_libraries()
+    hands.update({label: hand_scalar(flags) for label, flags in HAND_SCALAR.items()})
+    numba = importlib.util.find_spec("numba") is not None
+    if not numba:
+        print("(no Numba here: install nupp's bench extra, pip install -e '.[bench]')")
+    copy = Library(*compile_library("stream_copy.c", "gcc", (*NATIVE, "-fno-tree-loop-distribute-patterns"),
+                                    "void stream_copy(void *dst, const void *src, int64_t n);"), "")
+    return Contenders(cc, hands, copy, numba)
+
+
+def _best_tier(cc: str) -> int:
+    tier = nupp.load(KERNELS / "mixedwidth.nupp", mode="lane", cc=cc).execution.split("-", 1)[1]
+    return TIER_NAMES.index(tier)
+
+
+def _nupp_modules(workload: Workload, cc: str, best: int) -> tuple[dict, str]:
+    """nupp's executions of a kernel by label (scalar C, the default, lane C per tier and pinned gang,
+    SPIR-V), and the default's label.  The default is a row of its own: its gangs are nupp's choice
+    and need not be any one pinned gang's."""
+    default = nupp.load(workload.path, mode="lane", cc=cc)
+    label = f"{DEFAULT} {default.execution}"
+    modules = {SCALAR: nupp.load(workload.path, mode="scalar", cc=cc), label: default}
+    for tier in TIERS[:best + 1]:
+        for gang in GANG_SIZES:
+            modules[f"lane{gang}-{tier.name}"] = nupp.load(workload.path, mode="lane", cc=cc, gang=gang,
+                                                           tier=tier.name)
+    for kind, device_runner in _device_runners().items():
+        modules[f"spirv-{device_runner.device_name} ({kind})"] = nupp.load(workload.path, mode="spirv", cc=cc,
+                                                                          spirv_runner=kind)
+    return modules, label
+
+
+def _gangs(label: str) -> list[int]:
+    """The gangs an execution's label names: "lane16-v4" 16, "default lane8+32-v4" 8 and 32, "scalar C" none."""
+    return [int(g) for g in re.findall(r"(?:lane|\+)(\d+)", label.split("-")[0])]
 
 
 def _device_runners() -> dict:
@@ -100,37 +192,112 @@ def _device_runners() -> dict:
     return opened
 
 
-def _median_rounds(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Seconds per call of each execution: a warm-up call each, then `repeats` rounds of one call each."""
+def _bench_kernel(name: str, size: int, repeats: int, contenders: Contenders, modules: dict, default: str) -> None:
+    workload = WORKLOADS[name]
+    arrays = workload.build(modules[SCALAR], size, np.random.default_rng(7))
+    n = len(arrays[0])
+    calls = contenders.executions(workload, modules, arrays)
+    roof = n >= ROOF_SIZE and workload.streaming
+    if roof:
+        source = np.ones(COPY_BYTES // 8)
+        target = np.empty_like(source)
+        calls[COPY] = contenders.copy.call("stream_copy", (target, source))
+    seconds = _median_rounds(calls, repeats)
+    copy_seconds = seconds.pop(COPY, None)
+    rates = {label: n / s / 1e6 for label, s in seconds.items()}
+    _print_kernel(name, n, rates, default, contenders.cc)
+    if roof:
+        _print_roof(workload, arrays, rates[default], default, 2 * COPY_BYTES / copy_seconds)
+
+
+def _median_rounds(calls: dict[str, Callable[[], object]], repeats: int, batch: int = 1) -> dict[str, float]:
+    """Seconds per call of each execution: a warm-up call each, then `repeats` rounds in which each
+    execution runs once (a sample of `batch` calls in a row), in an order shuffled per round: the
+    call after a slow one ran up to 15% slower here (tecsbits' lane C after scalar C, 10^5)."""
     for run in calls.values():
         run()
     times: dict[str, list[float]] = {label: [] for label in calls}
+    order = random.Random(1)
     for _ in range(repeats):
-        for label, run in calls.items():
+        for label in order.sample(list(calls), len(calls)):
+            run = calls[label]
             t0 = time.perf_counter()
-            run()
-            times[label].append(time.perf_counter() - t0)
+            for _ in range(batch):
+                run()
+            times[label].append((time.perf_counter() - t0) / batch)
     return {label: statistics.median(ts) for label, ts in times.items()}
 
 
-def _print_kernel(name: str, rates: dict[str, float], default: str) -> None:
-    scalar, peer = rates["scalar C"], rates[HAND_PEER]
-    print(f"\n{name} (million elements / s)")
-    print(f"  {'execution':<24} {'Melem/s':>9} {'/scalar C':>10} {'/' + HAND_PEER:>19}")
+def _print_kernel(name: str, n: int, rates: dict[str, float], default: str, cc: str) -> None:
+    best_simd = _resolve("the best hand SIMD C", rates, default, cc)
+    peers = [(SCALAR, SCALAR), (NUMBA, NUMBA), (best_simd, "best SIMD")]
+    peers = [(label, heading) for label, heading in peers if label in rates]
+    print(f"\n{name}, {n} elements (million elements / s)")
+    print(f"  {'execution':<26} {'Melem/s':>9}" + "".join(f" {'/' + heading:>11}" for _, heading in peers))
     for label, rate in rates.items():
-        mark = "  <- default" if label == default else ""
-        print(f"  {label:<24} {rate:>9.1f} {rate / scalar:>9.2f}x {rate / peer:>18.2f}x{mark}")
-    for goal in GOALS[name]:
-        print("  goal: " + _judge(goal, rates, default))
+        print(f"  {label:<26} {rate:>9.1f}" + "".join(f" {rate / rates[peer]:>10.2f}x" for peer, _ in peers))
+    for goal in EVERY_KERNEL + GOALS[name]:
+        print("  goal: " + _judge(goal, rates, default, cc))
 
 
-def _judge(goal: Goal, rates: dict[str, float], default: str) -> str:
-    execution = default if goal.execution == DEFAULT else goal.execution
-    claim = f"{execution} >= {goal.factor:g}x {goal.peer}"
-    if execution not in rates:
-        return f"{claim}: not measured (this CPU does not run {execution.split('-', 1)[1]})"
-    ratio = rates[execution] / rates[goal.peer]
-    return f"{claim}: {ratio:.2f}x, {'met' if ratio >= goal.factor else 'MISSED'}"
+def _resolve(name: str, rates: dict[str, float], default: str, cc: str) -> str | None:
+    """The execution a goal's name stands for, among those measured; None if none was."""
+    if name == DEFAULT:
+        return default
+    if name == SAME_GANG_SIMD:
+        name = f"hand SIMD{max(_gangs(default), default=0)} {cc}"
+    if name in GROUPS:
+        member, pick = GROUPS[name]
+        members = [label for label in rates if member(label)]
+        return pick(members, key=rates.__getitem__) if members else None
+    return name if name in rates else None
+
+
+def _judge(goal: Goal, rates: dict[str, float], default: str, cc: str) -> str:
+    execution, peer = (_resolve(name, rates, default, cc) for name in (goal.execution, goal.peer))
+    claim = f"{goal.execution} >= {goal.factor:g}x {goal.peer} ({goal.source})"
+    if execution is None or peer is None:
+        return f"{claim}: not measured here"
+    ratio = rates[execution] / rates[peer]
+    names = ", ".join(f"{name} = {label}" for name, label in ((goal.execution, execution), (goal.peer, peer))
+                      if name != label)
+    return f"{claim}: {ratio:.2f}x{f' ({names})' if names else ''}, {'met' if ratio >= goal.factor else 'MISSED'}"
+
+
+def _print_roof(workload: Workload, arrays, rate: float, default: str, bandwidth: float) -> None:
+    moved = workload.bytes_moved(arrays)
+    roof = bandwidth / moved / 1e6
+    fraction = rate / roof
+    print(f"  memory roof: {moved} bytes moved per element (reads + writes of its spans) x {bandwidth / 1e9:.1f} "
+          f"GB/s ({COPY}, measured in these rounds) = {roof:.0f} M elements/s")
+    print(f"  goal: {default} >= {ROOF_FRACTION:.0%} of the memory roof (issue 15 item 7): {fraction:.0%}, "
+          f"{'met' if fraction >= ROOF_FRACTION else 'MISSED'}")
+
+
+def _print_short_spans(kernels, loaded, repeats: int) -> None:
+    """Lengths 1..3G of the default's gang G: scalar C's time per call over the default's."""
+    print(f"\n=== short spans: scalar C's time per call / the default's (> 1: the default is faster), "
+          f"median of {repeats} rounds ===")
+    for name in kernels:
+        modules, default = loaded[name]
+        workload = WORKLOADS[name]
+        gang = max(_gangs(default), default=16)  # a default that runs no gangs: the lengths of gang 16
+        arrays = workload.build(modules[SCALAR], 10_000, np.random.default_rng(7))
+        middle = len(arrays[0]) // 2  # mandelbrot: a row through the set, not its escaping edge
+        ratios, nanoseconds = [], {}
+        for length in range(1, 3 * gang + 1):
+            window = tuple(array[middle:middle + length] for array in arrays)
+            calls = {label: workload.nupp_call(modules[label], window) for label in (SCALAR, default)}
+            seconds = _median_rounds(calls, repeats, batch=max(1, 2000 // length))
+            ratios.append(seconds[SCALAR] / seconds[default])
+            if length in (1, 3 * gang):
+                nanoseconds[length] = {label: s * 1e9 for label, s in seconds.items()}
+        print(f"{name} ({default}; ns per call at length 1: scalar C {nanoseconds[1][SCALAR]:.0f}, default "
+              f"{nanoseconds[1][default]:.0f}; at {3 * gang}: {nanoseconds[3 * gang][SCALAR]:.0f}, "
+              f"{nanoseconds[3 * gang][default]:.0f})")
+        for first in range(0, 3 * gang, gang):
+            row = " ".join(f"{r:4.2f}" for r in ratios[first:first + gang])
+            print(f"  {first + 1:>3}-{first + gang:<3} {row}")
 
 
 def _print_load_times() -> None:
@@ -139,6 +306,54 @@ def _print_load_times() -> None:
     print(f"  {'library':<18} {'cold':>8} {'hit, new process':>17} {'hit, same process':>18}")
     for label, (_, cold, warm, hit_same) in lines.items():
         print(f"  {label:<18} {cold:>8.1f} {warm:>17.1f} {hit_same:>18.1f}")
+
+
+def _require_matplotlib() -> None:
+    if importlib.util.find_spec("matplotlib") is None:
+        raise NuppEnvironmentError("nupp bench --plot draws with matplotlib, which is not installed: "
+                                   "install nupp's bench extra (pip install -e '.[bench]')")
+
+
+def _plot(path: str, kernels, loaded, contenders: Contenders, repeats: int) -> None:
+    """Throughput against span size, one panel per kernel: scalar C, the default, Numba, the best hand-written C."""
+    import matplotlib
+    matplotlib.use("Agg")  # a file, no display
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(kernels), figsize=(4.2 * len(kernels), 4), squeeze=False)
+    for axis, name in zip(axes[0], kernels):
+        series = _sweep(name, loaded[name], contenders, repeats)
+        for label, rates in series.items():
+            axis.plot(PLOT_SIZES, rates, marker="o", label=label)
+        axis.set(xscale="log", yscale="log", title=name, xlabel="elements per call", ylabel="M elements / s")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize="small")
+    figure.suptitle(f"nupp against its peers ({_cpu_model()})")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    print(f"\nwrote {path}: throughput against span size, {PLOT_SIZES[0]} to {PLOT_SIZES[-1]} elements")
+
+
+def _sweep(name: str, nupp_modules, contenders: Contenders, repeats: int) -> dict[str, list[float]]:
+    """M elements/s per size in PLOT_SIZES of scalar C, the default, Numba and the best hand-written C there."""
+    modules, default = nupp_modules
+    workload = WORKLOADS[name]
+    hand_c = "best hand-written C"
+    series: dict[str, list[float]] = {SCALAR: [], f"default ({default})": [], hand_c: []}
+    if contenders.numba:
+        series[NUMBA] = []
+    for size in PLOT_SIZES:
+        arrays = workload.build(modules[SCALAR], size, np.random.default_rng(7))
+        n = len(arrays[0])
+        calls = contenders.executions(workload, {SCALAR: modules[SCALAR], default: modules[default]}, arrays)
+        seconds = _median_rounds(calls, repeats, batch=max(1, MIN_SAMPLE_ELEMENTS // n))
+        rates = {label: n / s / 1e6 for label, s in seconds.items()}
+        series[SCALAR].append(rates.pop(SCALAR))
+        series[f"default ({default})"].append(rates.pop(default))
+        if contenders.numba:
+            series[NUMBA].append(rates.pop(NUMBA))
+        series[hand_c].append(max(rates.values()))
+    return series
 
 
 def _cpu_model() -> str:

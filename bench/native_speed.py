@@ -19,14 +19,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-import cffi
 import numpy as np
 
 import nupp
 from nupp.errors import Source
 from nupp.runtime.host import Host
+
+from bench.peers.hand_c import hand_scalar  # bench/ is not installed: run from the checkout's root
 
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE / "kernel-subset-spike"
@@ -69,70 +73,82 @@ def per_call_cost(calls: int) -> tuple[float, float]:
         return best[0] / calls * 1e9, best[1] / calls * 1e9
 
 
-def handwritten_library(flags: tuple[str, ...] = ("-O2",)):
-    """The hand-written kernels compiled with `flags` (and nupp's arithmetic: no contraction), through cffi."""
-    ffi = cffi.FFI()
-    ffi.cdef("""
-        void hw_mandelbrot(void *out, const void *px, int32_t n, int32_t max_iter);
-        void hw_correct(void *out, const void *in, int32_t n);
-        void hw_query(void *out, const void *e, int32_t n, int32_t required, int32_t excluded);
-        void hw_mix(void *out, const void *in, int32_t n);
-        void hw_advance(void *b, int32_t n, double dt, double damping);
-    """)
-    out = Path(tempfile.mkdtemp()) / "handwritten.so"
-    subprocess.run(["gcc", "-std=c11", *flags, "-ffp-contract=off", "-fPIC", "-shared", "-o", str(out),
-                    str(HERE / "handwritten" / "kernels.c"), "-lm"], check=True)
-    return ffi, ffi.dlopen(str(out))
+@dataclass(frozen=True)
+class Workload:
+    """One BENCH kernel's call: the arrays it takes (its output first) and its other arguments.
+    nupp, the Numba peer and the C peers all run it on the same arrays."""
+
+    module: str  # bench/kernel-subset-spike/MODULE.nupp
+    function: str  # the @aot function; the peers' kernels have its name
+    build: Callable  # (nupp module, size, rng) -> the arrays, NumPy arrays of the module's dtypes
+    extra: tuple = ()
+    in_place: bool = False  # the first array is read and written, not only written
+    streaming: bool = True  # a few operations per byte: memory bounds it at large sizes
+
+    def bytes_moved(self, arrays) -> int:
+        """Bytes read and written per element: each array's once, the one updated in place twice."""
+        return sum(array.itemsize for array in arrays) + (arrays[0].itemsize if self.in_place else 0)
+
+    @property
+    def path(self) -> Path:
+        return KERNELS / f"{self.module}.nupp"
+
+    def nupp_call(self, module, arrays):
+        return partial(getattr(module, self.function), *arrays, *self.extra)
+
+    def numba_call(self, arrays):
+        from bench.peers import numba_kernels  # imported on use: numba is the bench extra's
+        return partial(getattr(numba_kernels, self.function), *arrays, *self.extra)
+
+    def c_call(self, library, arrays):
+        return library.call(self.function, arrays, self.extra)
 
 
-def ptr(ffi, array):
-    return ffi.cast("void *", array.ctypes.data)
+def _pixels(m, size, rng):
+    """A side x side grid of pixel centres over [-2, 1] x [-1.5, 1.5], side = floor(sqrt(size))."""
+    side = int(size ** 0.5)
+    gx, gy = np.meshgrid(np.linspace(-2, 1, side), np.linspace(-1.5, 1.5, side))
+    px = np.zeros(side * side, dtype=m.dtype("Pixel"))
+    px["cx"], px["cy"] = gx.ravel(), gy.ravel()
+    return np.zeros(len(px), dtype=m.dtype("Escape")), px
 
 
-def workloads(size: int, rng):
-    """name -> (kernel module, build inputs, nupp call, hand-written call)."""
-    def mandel_inputs(m):
-        side = int(size ** 0.5)
-        gx, gy = np.meshgrid(np.linspace(-2, 1, side), np.linspace(-1.5, 1.5, side))
-        px = np.zeros(side * side, dtype=m.dtype("Pixel"))
-        px["cx"], px["cy"] = gx.ravel(), gy.ravel()
-        return np.zeros(len(px), dtype=m.dtype("Escape")), px
+def _triples(m, size, rng):
+    """Random binary32 bit patterns: every class (NaNs with payloads, subnormals, infinities) appears."""
+    inp = np.zeros(size, dtype=m.dtype("Triple"))
+    for f in "abc":
+        inp[f] = rng.integers(0, 2**32, size, dtype=np.uint64).astype(np.uint32)
+    return np.zeros(size, dtype=m.dtype("Corrected")), inp
 
-    def triples(m):
-        inp = np.zeros(size, dtype=m.dtype("Triple"))
-        for f in "abc":
-            inp[f] = rng.integers(0, 2**32, size, dtype=np.uint64).astype(np.uint32)
-        return np.zeros(size, dtype=m.dtype("Corrected")), inp
 
-    def entities(m):
-        e = np.zeros(size, dtype=m.dtype("Entity"))
-        e["mask"] = rng.integers(-2**31, 2**31, size)
-        e["tag"] = rng.integers(-2, 4, size)
-        e["seed"] = rng.integers(1, 2**32, size, dtype=np.uint64).astype(np.uint32)
-        return np.zeros(size, dtype=m.dtype("Verdict")), e
+def _entities(m, size, rng):
+    e = np.zeros(size, dtype=m.dtype("Entity"))
+    e["mask"] = rng.integers(-2**31, 2**31, size)
+    e["tag"] = rng.integers(-2, 4, size)
+    e["tag"][::7] = -2**31  # the switch's INT32_MIN arm
+    e["seed"] = rng.integers(1, 2**32, size, dtype=np.uint64).astype(np.uint32)
+    return np.zeros(size, dtype=m.dtype("Verdict")), e
 
-    def samples(m):
-        s = np.zeros(size, dtype=m.dtype("Sample"))
-        s["value"] = rng.standard_normal(size).astype(np.float32)
-        return np.zeros(size, dtype=m.dtype("Sample")), s
 
-    def bodies(m):
-        b = np.zeros(size, dtype=m.dtype("Body"))
-        b["x"], b["v"], b["m"] = rng.standard_normal(size), rng.standard_normal(size), 1.0
-        return (b,)
+def _samples(m, size, rng):
+    s = np.zeros(size, dtype=m.dtype("Sample"))
+    s["value"] = rng.standard_normal(size).astype(np.float32)
+    return np.zeros(size, dtype=m.dtype("Sample")), s
 
-    return {
-        "mandelbrot": ("mandelbrot", mandel_inputs, lambda m, a: m.mandelbrot(*a, 256),
-                       lambda ffi, lib, a: lib.hw_mandelbrot(ptr(ffi, a[0]), ptr(ffi, a[1]), len(a[0]), 256)),
-        "corrected": ("corrected", triples, lambda m, a: m.correct(*a),
-                      lambda ffi, lib, a: lib.hw_correct(ptr(ffi, a[0]), ptr(ffi, a[1]), len(a[0]))),
-        "tecsbits": ("tecsbits", entities, lambda m, a: m.query(*a, 5, 0xF0),
-                     lambda ffi, lib, a: lib.hw_query(ptr(ffi, a[0]), ptr(ffi, a[1]), len(a[0]), 5, 0xF0)),
-        "mixedwidth": ("mixedwidth", samples, lambda m, a: m.mix(*a),
-                       lambda ffi, lib, a: lib.hw_mix(ptr(ffi, a[0]), ptr(ffi, a[1]), len(a[0]))),
-        "simd": ("simd", bodies, lambda m, a: m.advance(a[0], 0.01, 0.999),
-                 lambda ffi, lib, a: lib.hw_advance(ptr(ffi, a[0]), len(a[0]), 0.01, 0.999)),
-    }
+
+def _bodies(m, size, rng):
+    b = np.zeros(size, dtype=m.dtype("Body"))
+    b["x"], b["v"], b["m"] = rng.standard_normal(size), rng.standard_normal(size), rng.random(size) + 0.5
+    return (b,)
+
+
+WORKLOADS = {
+    "mandelbrot": Workload("mandelbrot", "mandelbrot", _pixels, (256,), streaming=False),
+    "corrected": Workload("corrected", "correct", _triples),
+    "tecsbits": Workload("tecsbits", "query", _entities, (5, 0xF0)),
+    "mixedwidth": Workload("mixedwidth", "mix", _samples),
+    "simd": Workload("simd", "advance", _bodies, (0.01, 0.999), in_place=True),
+}
 
 
 def median_seconds(run, repeats: int) -> float:
@@ -145,17 +161,17 @@ def median_seconds(run, repeats: int) -> float:
 
 
 def throughput(size: int, repeats: int) -> None:
-    ffi, lib = handwritten_library()
+    hand = hand_scalar()
     rng = np.random.default_rng(7)
     print(f"\nkernel throughput, {size} elements, median of {repeats} (million elements / s)")
     print(f"{'kernel':<12} {'interp':>9} {'scalar C':>9} {'hand C -O2':>11} {'C/interp':>9} {'C/hand':>7}")
-    for name, (module, build, call, hand) in workloads(size, rng).items():
-        interp = nupp.load(KERNELS / f"{module}.nupp", mode="interp")
-        scalar = nupp.load(KERNELS / f"{module}.nupp", mode="scalar")
-        args = build(scalar)
-        n = len(args[0])
-        rates = [n / median_seconds(lambda: call(m, args), repeats) / 1e6 for m in (interp, scalar)]
-        rates.append(n / median_seconds(lambda: hand(ffi, lib, args), repeats) / 1e6)
+    for name, workload in WORKLOADS.items():
+        interp = nupp.load(workload.path, mode="interp")
+        scalar = nupp.load(workload.path, mode="scalar")
+        arrays = workload.build(scalar, size, rng)
+        n = len(arrays[0])
+        rates = [n / median_seconds(workload.nupp_call(m, arrays), repeats) / 1e6 for m in (interp, scalar)]
+        rates.append(n / median_seconds(workload.c_call(hand, arrays), repeats) / 1e6)
         print(f"{name:<12} {rates[0]:>9.1f} {rates[1]:>9.1f} {rates[2]:>11.1f} "
               f"{rates[1] / rates[0]:>8.1f}x {rates[1] / rates[2]:>6.2f}x")
 

@@ -12,8 +12,8 @@
                                                   which functions a device runs (--mode spirv), and why not
     nupp emit --spirv FILE.nupp                   the SPIR-V kernels, disassembled (spirv-dis)
     nupp emit --spirv-out OUT.spv FILE.nupp       the SPIR-V binary (one kernel: OUT.spv; more: OUT.NAME.spv)
-    nupp bench [--size N] [--repeats N] [--kernels K,..] [--cc gcc|clang]
-                                                  lane C against scalar C and hand-written C
+    nupp bench [--size N,..] [--repeats N] [--kernels K,..] [--cc gcc|clang] [--plot FILE.png]
+                                                  lane C against scalar C, Numba and hand-written C
     nupp crosscheck [FILES|DIRS] [--cc gcc,clang] [--tier T,..] [--gang 4,8,16,32] [--target x86_64]
                   [--sanitize] [--seed N] [--cases N] [--verbose] [--keep DIR]
                                                   scalar C against lane C (and compilers, tiers against
@@ -154,16 +154,22 @@ def build_parser() -> argparse.ArgumentParser:
                            "--c prints scalar C without it)")
     emit.add_argument("file", help="the .nupp module")
 
-    bench = sub.add_parser("bench", help="measure lane C against scalar C and hand-written C",
-                           description="Throughput of the BENCH kernels, side by side in one run: nupp's "
-                                       "scalar C, its lane C at each tier this CPU runs and each gang, and "
-                                       "the kernels written by hand in C (-O3 -march=native and -O2); then "
-                                       "the cold compile-and-load time of a tiered module.")
-    bench.add_argument("--size", type=_positive, default=1_000_000, help="elements per call (default 1000000)")
+    bench = sub.add_parser("bench", help="measure lane C against scalar C, Numba and hand-written C",
+                           description="Throughput of the BENCH kernels at each size, side by side in one run: "
+                                       "nupp's scalar C, its lane C at each tier this CPU runs and each gang, "
+                                       "its default execution, and the peers: Numba, explicit-SIMD C at gangs "
+                                       "8, 16 and 32 under GCC and Clang, scalar C by hand (-O3 -march=native "
+                                       "and -O2), with every goal met or missed; the memory roof at 10^7 "
+                                       "elements and more; short spans; the cold compile-and-load time of a "
+                                       "tiered module.")
+    bench.add_argument("--size", type=_size_list, default=None,
+                       help="elements per call, comma-separated sizes (default 100000,10000000)")
     bench.add_argument("--repeats", type=_positive, default=5, help="runs per measurement; the median counts")
     bench.add_argument("--kernels", type=_kernel_list, default=None,
                        help="comma-separated subset of mandelbrot,corrected,tecsbits,mixedwidth,simd")
     bench.add_argument("--cc", default="gcc", help="the C compiler for nupp's code (gcc or clang)")
+    bench.add_argument("--plot", default=None, metavar="FILE.png",
+                       help="also draw throughput against span size (10^2 to 10^7) per kernel (matplotlib)")
 
     cross = sub.add_parser("crosscheck", help="check lane C against scalar C in standalone C programs",
                            description="For each module with @aot functions, build one C program (its scalar "
@@ -190,6 +196,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def _size_list(text: str) -> tuple[int, ...]:
+    sizes = tuple(_positive(size) for size in _kernel_list(text))
+    if not sizes:
+        raise argparse.ArgumentTypeError("names no size")
+    return sizes
 
 
 def _kernel_list(text: str) -> tuple[str, ...]:
@@ -464,8 +477,8 @@ def cmd_bench(args) -> int:
     unknown = [k for k in args.kernels or () if k not in bench.BENCH_KERNELS]
     if unknown:
         raise _UsageError(f"no kernel named {', '.join(unknown)} (kernels: {', '.join(bench.BENCH_KERNELS)})")
-    bench.run_benchmark(size=args.size, repeats=args.repeats, kernels=args.kernels or bench.BENCH_KERNELS,
-                        cc=args.cc)
+    bench.run_benchmark(sizes=args.size or bench.DEFAULT_SIZES, repeats=args.repeats,
+                        kernels=args.kernels or bench.BENCH_KERNELS, cc=args.cc, plot=args.plot)
     return EXIT_OK
 
 
