@@ -107,7 +107,7 @@ class Host:
         self.module_error: Exception | None = None  # raised in Python once Lua unwinds
         self.internals = runtime_internals(self.lua)
         chunks = self.internals.chunks
-        self._load_chunk, self._on_error = chunks.load, chunks.failure
+        self._load_chunk, self._on_error, self._unreported = chunks.load, chunks.failure, chunks.unreported
         self.flush_output = chunks.flush  # standard output, whatever the program did to `io`
         self._xpcall = self.lua.eval("xpcall")
         self.lua.eval(_INSTALL_SEARCHER)(self._find_module, self._load_chunk)
@@ -179,7 +179,9 @@ class Host:
             raise self.module_error
         ok, *results = outcome if isinstance(outcome, tuple) else (outcome,)
         if not ok:
-            raise _run_error(results[0])
+            failure = results[0]
+            # not the handler's report: it ran out of stack (a stack overflow), or was never called
+            raise _run_error(failure if luajit21.lua_type(failure) == "table" else self._unreported(failure))
         return results[0] if results else None
 
     def capture_output(self):
@@ -303,10 +305,7 @@ def _device_arguments(kernel, abi_args: list) -> tuple[dict, memoryview | None]:
 
 
 def _run_error(failure) -> LuaRunError:
-    """The error of a failed chunk from what chunks.failure made of it (or, if
-    the handler itself failed, what xpcall says)."""
-    if luajit21.lua_type(failure) != "table":
-        return LuaRunError(str(failure), "")
+    """The error of a failed chunk from what chunks.failure (or chunks.unreported) made of it."""
     message, traceback = (bytes.fromhex(failure[i]).decode("utf-8", "surrogateescape") for i in (1, 2))
     return LuaRunError(message, traceback)
 

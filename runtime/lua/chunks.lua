@@ -19,6 +19,14 @@
 --   function down, both as hex (lupa would decode them as UTF-8 and fail on
 --   other bytes).  The traceback is LuaJIT's, but for the frame of an @aot
 --   function that does not show where it failed (see aot_frame).
+--   A stack overflow is reported at the program's call that overflowed (see
+--   overflow_at_call).
+-- chunks.unreported(said): after a failure whose handler did not finish, the
+--   error it was handling, as chunks.failure reports it but without a
+--   traceback; else xpcall's own message `said`.  LuaJIT gives the handler of
+--   a stack overflow a few dozen stack slots beyond the limit, and a deep
+--   overflow can leave too few for the traceback: the handler records the
+--   error before anything else, and the host asks for it once Lua unwound.
 -- chunks.flush(): flushes standard output, whatever the program did to `io`.
 local internals = ...
 
@@ -104,9 +112,49 @@ local function program_traceback(message)
     return concat(lines, "\n")
 end
 
+-- The runtime's own files ("@.../runtime/lua/"): their frames are not the program's.
+local RUNTIME = match(getinfo(1, "S").source, "^@.*/")
+local STACK_OVERFLOW = "stack overflow" -- LuaJIT's message (LJ_ERR_STKOV)
+local OVERFLOWED = ": " .. STACK_OVERFLOW
+
+local unreported -- the error chunks.failure is handling, until its report is made
+
 function chunks.failure(e)
-    local message = error_text(e)
-    return { hex(message), hex(program_traceback(message)) }
+    unreported = e
+    if e == STACK_OVERFLOW or (type(e) == "string" and sub(e, -#OVERFLOWED) == OVERFLOWED) then
+        -- LuaJIT positions a stack overflow at the frame whose entry overflowed
+        -- (the line of its `function`), or nowhere when it had to drop that
+        -- frame, as the stack last grew (interpreted or compiled code): it is
+        -- reported at the program's call that overflowed: the innermost frame
+        -- of a program file (past C functions and the runtime's frames, its
+        -- files' and the chunks it makes), and past the first when it was just
+        -- entered (its current line is its first).
+        -- Inline: this handler has some 30 stack slots, and getinfo takes 20.
+        local level, first = 1, true
+        while true do
+            level = level + 1
+            local frame = getinfo(level, "Sl")
+            if frame == nil then break end
+            if sub(frame.source, 1, 1) == "@" and sub(frame.source, 1, #RUNTIME) ~= RUNTIME then
+                if not (first and frame.currentline == frame.linedefined) then
+                    unreported = frame.short_src .. ":" .. frame.currentline .. OVERFLOWED
+                    break
+                end
+                first = false
+            end
+        end
+    end
+    local message = error_text(unreported)
+    local report = { hex(message), hex(program_traceback(message)) }
+    unreported = nil
+    return report
+end
+
+function chunks.unreported(said)
+    local e = unreported
+    unreported = nil
+    if e == nil then return { hex(tostring(said)), "" } end
+    return { hex(error_text(e)), "" }
 end
 
 function chunks.flush()
