@@ -104,7 +104,9 @@ def python_page() -> str:
              "# Python API\n\n", _doc(api), "\n",
              f"## `nupp.load{_signature(api.load)}`\n\n", _doc(api.load), "\n",
              "## `NuppModule`\n\n", _doc(api.NuppModule), "\n",
-             f"### `NuppModule.dtype{_signature(api.NuppModule.dtype)}`\n\n", _doc(api.NuppModule.dtype),
+             f"### `NuppModule.dtype{_signature(api.NuppModule.dtype)}`\n\n", _doc(api.NuppModule.dtype), "\n",
+             f"### `NuppModule.signature{_signature(api.NuppModule.signature)}`\n\n",
+             _doc(api.NuppModule.signature), "\n", _doc(api.Signature), "\n", _doc(api.Param),
              "\n## Errors\n\n"]
     for error in ERRORS:
         base = error.__mro__[1]

@@ -20,6 +20,14 @@ one call's result bit for bit.  Only functions whose iterations cannot tell
 where their chunk starts are split (runtime/chunking.py); the others are
 refused with the reason, a NuppError at the construct refused.
 
+`map` refuses at once, before any task runs, what no chunk could run: an
+unknown function or one exported under another name, a wrong number of
+arguments, a span that is not a 1-d dask array of the struct's dtype (the
+client loads the module, interpreted, for its signature: `NuppModule.signature`),
+spans chunked differently, an argument the host boundary refuses (checked by
+a call on empty spans, so in the boundary's own words), and a function that
+cannot be chunked (with the reason).
+
 An error: a call of a chunk raises, and the element whose iteration raised
 is found by running shorter prefixes of the chunk (iterations do not depend
 on the chunk's length).  Every output block from that chunk on, and
@@ -47,7 +55,7 @@ import functools
 import hashlib
 import threading
 from itertools import accumulate
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +68,7 @@ from dask.highlevelgraph import HighLevelGraph
 from nupp.errors import Source, error_at
 from nupp.paths import NuppEnvironmentError
 from nupp.pipeline import compile_module
-from nupp.runtime.api import OPTION_TYPES, NuppRuntimeError, load
+from nupp.runtime.api import OPTION_TYPES, NuppModule, NuppRuntimeError, Signature, load
 from nupp.runtime.chunking import chunk_refusal, result_op
 from nupp.runtime.host import display_path
 from nupp.scalar_ir import nodes as ir
@@ -110,7 +118,9 @@ def map(path: str | Path, function: str, *args, split_every: int = 8, **load_opt
     if len(args) != len(fn.params):
         raise TypeError(f"nupp.dask.map: '{function}' takes {len(fn.params)} arguments "
                         f"({', '.join(p.name for p in fn.params)}), got {len(args)}")
-    sources, slots = _span_sources(fn, args)
+    signature = _declared(_loaded(_checking(module)), module, function)
+    sources, slots = _span_sources(signature, args)
+    _check_scalars(module, signature, args)
     written = tuple(k for k, p in enumerate(fn.params) if isinstance(p.type, ir.SpanType) and p.type.writable)
     call = _Call(module, function, tuple(slots), written, result_op(fn))
     return _graph(call, sources, tuple(fn.params[k].name for k in written), split_every)
@@ -178,13 +188,29 @@ def _chunkable(module: _ModuleRef, function: str) -> ir.Function:
     return fn
 
 
-def _span_sources(fn: ir.Function, args) -> tuple[list, list]:
+def _checking(module: _ModuleRef) -> _ModuleRef:
+    """The module as the client loads it to check arguments: interpreted (the
+    host boundary's checks are the same in every mode, and need no C compiler)."""
+    return replace(module, options=(("mode", "interp"),))
+
+
+def _declared(loaded: NuppModule, module: _ModuleRef, name: str) -> Signature:
+    """The signature of the @aot function exported as `name`, which must be the
+    one declared `name` (the function the client split)."""
+    signature = loaded.signature(name)
+    if signature.name != name:
+        raise AttributeError(f"nupp.dask: {module.shown} exports @aot function '{signature.name}' as '{name}': "
+                             f"map it by its declared name, exported under that name")
+    return signature
+
+
+def _span_sources(signature: Signature, args) -> tuple[list, list]:
     """The distinct dask arrays the span arguments are (one chunking for all),
     and the arguments with each span replaced by a _Block of its array."""
     sources, slots = [], []
-    for k, (param, value) in enumerate(zip(fn.params, args)):
-        where = f"argument #{k + 1} ({param.name}) of '{fn.name}'"
-        if not isinstance(param.type, ir.SpanType):
+    for k, (param, value) in enumerate(zip(signature.params, args)):
+        where = f"argument #{k + 1} ({param.name}) of '{signature.name}'"
+        if param.dtype is None:
             if dask.is_dask_collection(value):
                 raise TypeError(f"nupp.dask.map: {where} is not a span, and is passed as it is to every "
                                 f"chunk: got a dask {type(value).__name__}; compute it first")
@@ -193,6 +219,10 @@ def _span_sources(fn: ir.Function, args) -> tuple[list, list]:
         if not isinstance(value, da.Array) or value.ndim != 1:
             got = f"a {value.ndim}-d dask array" if isinstance(value, da.Array) else type(value).__name__
             raise TypeError(f"nupp.dask.map: {where} is a span: a 1-d dask array expected, got {got}")
+        if value.dtype != param.dtype:
+            raise TypeError(f"nupp.dask.map: {where} is a span of {param.struct}: a dask array of its dtype "
+                            f"expected (nupp.load(...).dtype({param.struct!r}) is {param.dtype}), got dtype "
+                            f"{value.dtype}")
         at = next((s for s, a in enumerate(sources) if a.name == value.name), len(sources))
         if at == len(sources):
             if sources and value.chunks != sources[0].chunks:
@@ -202,6 +232,19 @@ def _span_sources(fn: ir.Function, args) -> tuple[list, list]:
             sources.append(value)
         slots.append(_Block(at))
     return sources, slots
+
+
+def _check_scalars(module: _ModuleRef, signature: Signature, args) -> None:
+    """Refuse now what every chunk's call would refuse: the arguments that are
+    not spans, as the host boundary checks them in a call on empty spans (an
+    error of the function's own code, its prologue's, is left to the chunks)."""
+    empty = [a if p.dtype is None else np.zeros(0, p.dtype) for p, a in zip(signature.params, args)]
+    try:
+        getattr(_loaded(_checking(module)), signature.name)(*empty)
+    except NuppRuntimeError as err:
+        message = _as_shown(str(err), module)
+        if not message.startswith(module.shown + ":"):
+            raise TypeError(f"nupp.dask.map: {message}: every chunk's call would refuse it") from None
 
 
 def _graph(call: _Call, sources: list, names: tuple, split_every: int) -> ChunkedCall:
@@ -337,8 +380,8 @@ _LOADED: dict = {}  # _ModuleRef -> NuppModule: each worker process loads a modu
 _LOADING = threading.Lock()
 
 
-def _function(module: _ModuleRef, name: str):
-    """The @aot function `name` of the module, loaded in this process."""
+def _loaded(module: _ModuleRef) -> NuppModule:
+    """The module, loaded in this process."""
     with _LOADING:
         loaded = _LOADED.get(module)
         if loaded is None:
@@ -346,14 +389,15 @@ def _function(module: _ModuleRef, name: str):
                 raise NuppEnvironmentError(f"nupp.dask: {module.path} on this worker is not the module the graph "
                                            "was built from (its contents differ): give every worker the same file")
             loaded = _LOADED[module] = load(module.path, **dict(module.options))
-    function = getattr(loaded, name)
-    # the client split the function declared `name`: the export must be that one (NuppModule
-    # keeps no public map from an export to its declaration)
-    declared = loaded._signatures[loaded._exports[name]]["name"]
-    if declared != name:
-        raise AttributeError(f"nupp.dask: {module.shown} exports @aot function '{declared}' as '{name}': "
-                             f"map it by its declared name, exported under that name")
-    return function
+    return loaded
+
+
+def _function(module: _ModuleRef, name: str):
+    """The @aot function `name` of the module, loaded in this process: the one the
+    client split, declared `name`."""
+    loaded = _loaded(module)
+    _declared(loaded, module, name)
+    return getattr(loaded, name)
 
 
 def _as_shown(message: str, module: _ModuleRef) -> str:

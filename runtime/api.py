@@ -3,6 +3,7 @@
     kernels = nupp.load("kernels.nupp")            # mode "lane" (the default), "scalar", "interp" or "spirv"
     pixels = numpy.zeros(n, dtype=kernels.dtype("Pixel"))
     kernels.mandelbrot(out, pixels, 256)
+    kernels.signature("mandelbrot")                # its parameters (a span's struct and dtype) and result
 
 A structured array whose dtype is the struct's (same fields, types and
 offsets) is a span: a writable array can be a `span.WriteSpan`, any array a
@@ -25,6 +26,7 @@ result comes back by the function's result type: `number`, `double` and
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +64,29 @@ RESULTS = {"number": float, "double": float, "float": float, "int32": int, "uint
            "uint64": int, "boolean": bool, "nil": lambda _: None}
 
 TWO_53, TWO_63, TWO_64 = 2 ** 53, 2 ** 63, 2 ** 64
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of an @aot function: its name and type ("span", or a scalar's:
+    "int32", "number", "boolean", ...); a span's struct, the struct's dtype, and
+    whether the function may write it."""
+
+    name: str
+    type: str
+    struct: str | None = None
+    dtype: np.dtype | None = None
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class Signature:
+    """An @aot function as the Python API calls it (NuppModule.signature): its
+    declared name, its parameters in order, and its result type ("nil": none)."""
+
+    name: str
+    params: tuple[Param, ...]
+    result: str
+
 
 class NuppModule:
     """A loaded .nupp module: its @aot functions as Python callables, its structs as dtypes.
@@ -103,6 +128,24 @@ class NuppModule:
     def dtype(self, struct: str) -> np.dtype:
         """The NumPy dtype of a struct the module exports."""
         return self._dtypes[struct]
+
+    def signature(self, function: str) -> "Signature":
+        """How the @aot function the module exports as `function` is called: its
+        declared name, its parameters and its result type (AttributeError if the
+        module exports no @aot function by that name)."""
+        signature = self._signatures[self._exports[function]] if function in self._exports else None
+        if signature is None:
+            raise AttributeError(f"the module exports no @aot function '{function}'")
+        params = signature["params"]
+        return Signature(signature["name"], tuple(self._param(params[i + 1]) for i in range(len(params))),
+                         signature["result"])
+
+    def _param(self, param) -> "Param":
+        kind = param["type"]
+        if isinstance(kind, str):
+            return Param(param["name"], kind)
+        info = self._struct_info(kind["span"])
+        return Param(param["name"], "span", info["name"], self._dtype_of(info), bool(kind["writable"]))
 
     def __getattr__(self, name: str):
         call = self.__dict__.get("_functions", {}).get(name)

@@ -526,6 +526,53 @@ def test_arguments_that_cannot_be_chunked_are_refused(nd, kernels):
         nd.map(kernels, "missing", chunked(xs, 7))
 
 
+def test_a_span_of_another_dtype_or_shape_is_refused_at_map_time(nd, kernels):
+    module = load(kernels)
+    out = np.zeros(N, module.dtype("Out"))
+    with pytest.raises(TypeError, match=r"argument #2 \(xs\) of 'checked' is a span of Item: a dask array of its "
+                                        r"dtype expected \(nupp.load\(...\).dtype\('Item'\) is .*\), got dtype "
+                                        r"\[\('w', '<i4'\)\]"):
+        nd.map(kernels, "checked", chunked(out, 7), chunked(out, 7), 7)
+    import dask.array as da
+    grid = da.zeros((4, 4), dtype=module.dtype("Item"), chunks=2)
+    with pytest.raises(TypeError, match=r"argument #1 \(xs\) of 'total' is a span: a 1-d dask array expected, "
+                                        "got a 2-d dask array"):
+        nd.map(kernels, "total", grid)
+
+
+@pytest.mark.parametrize("k, refusal", [
+    (2 ** 40, "bad argument #3 to 'checked' (int32 expected, got 1099511627776)"),
+    ("7", "bad argument #3 to 'checked' (int32 expected, got string)"),
+    (None, "bad argument #3 to 'checked' (int32 expected, got nil)"),
+], ids=["out of range", "a string", "None"])
+def test_a_scalar_the_boundary_refuses_is_refused_at_map_time(nd, kernels, k, refusal):
+    """In the boundary's own words (LANGUAGE.md: an integer parameter takes an
+    integer in range), which one call on the whole arrays raises too."""
+    module = load(kernels)
+    xs = items(module)
+    out = np.zeros(N, module.dtype("Out"))
+    assert one_call_error(module.checked, out, xs, k) == refusal
+    with pytest.raises(TypeError) as raised:
+        nd.map(kernels, "checked", chunked(out, 7), chunked(xs, 7), k)
+    assert str(raised.value) == f"nupp.dask.map: {refusal}: every chunk's call would refuse it"
+
+
+def test_an_error_of_the_functions_own_code_is_left_to_the_chunks(nd, kernels):
+    """`k must be positive` is the function's assert, not a refused argument: map builds the graph."""
+    module = load(kernels)
+    call = nd.map(kernels, "checked", chunked(np.zeros(N, module.dtype("Out")), 7), chunked(items(module), 7), 0)
+    assert set(call.spans) == {"out"}
+
+
+def test_a_function_exported_under_another_name_is_refused_at_map_time(nd, kernels, tmp_path):
+    path = tmp_path / "renamed.nupp"
+    path.write_text(KERNELS.replace("return {Item = Item,", "return {sum_of = total, Item = Item,")
+                    .replace("spread = spread,", "spread = total,"))
+    xs = chunked(items(load(path)), 7)
+    with pytest.raises(AttributeError, match="exports @aot function 'total' as 'spread': map it by its declared name"):
+        nd.map(path, "spread", xs)
+
+
 # ---- the local schedulers, and loading once per worker ------------------------------------------
 
 @pytest.mark.parametrize("scheduler", ["threads", "sync"])
@@ -558,3 +605,16 @@ def test_each_worker_loads_a_module_once(nd, client, kernels):
         loaded.append(client.run(_loaded_modules))
     assert len(loaded[0]) == 2 and loaded[0] == loaded[1]
     assert any(str(kernels) in modules for modules in loaded[0].values())
+
+
+def test_the_signature_nupp_dask_checks_against(kernels):
+    """NuppModule.signature, as `checked` is declared in KERNELS."""
+    from nupp.runtime.api import Param, Signature
+    module = load(kernels)
+    assert module.signature("checked") == Signature("checked", (
+        Param("out", "span", "Out", module.dtype("Out"), writable=True),
+        Param("xs", "span", "Item", module.dtype("Item"), writable=False),
+        Param("k", "int32")), "int32")
+    assert module.signature("bump").result == "nil"
+    with pytest.raises(AttributeError, match="exports no @aot function 'Item'"):
+        module.signature("Item")
