@@ -29,7 +29,8 @@ independent iterations, exact reductions), and chunks ask more:
               the chunks' results combine with `combining_op(op)`
 
 `chunk_refusal(fn)` says why a function is refused (a `Refusal`: the place
-and one sentence, in the words of `nupp emit --report`), or None; `result_op(fn)` is
+and one sentence), or None, and `render_chunk_report` says it in `nupp emit
+--report`; `result_op(fn)` is
 the op that combines an admitted function's chunk results (None: it returns
 nothing).
 """
@@ -60,6 +61,14 @@ def chunk_refusal(fn: ir.Function) -> Optional[Refusal]:
     loop = span_loops(fn)[0]
     return (_bounds_refusal(fn, loop) or _length_refusal(fn, loop) or _index_refusal(fn, loop)
             or _exit_refusal(fn, loop) or _carried_refusal(loop) or _result_refusal(fn, loop))
+
+
+def render_chunk_report(module: ir.Module, path: str) -> str:
+    """One line per @aot function for `nupp emit --report`: whether nupp.dask.map
+    splits it into chunks, and if not, why."""
+    return "".join(f"{path}: {fn.name}: nupp.dask.map splits it into chunks\n" if refusal is None else
+                   f"{path}: {fn.name}: nupp.dask.map cannot split it into chunks: {refusal.reason}\n"
+                   for fn, refusal in ((fn, chunk_refusal(fn)) for fn in module.functions))
 
 
 def result_op(fn: ir.Function) -> Optional[str]:

@@ -415,8 +415,9 @@ def cmd_emit(args) -> int:
     elif args.report:
         from nupp.lane_rewrite.report import render_report
         module = compile_module(source)
+        from nupp.runtime.chunking import render_chunk_report
         _write_output(render_report(module, source.path, int(args.gang) if args.gang else None)
-                      + render_device_report(emit(source, "spirv")))
+                      + render_device_report(emit(source, "spirv")) + render_chunk_report(module, source.path))
     elif args.spirv:
         _write_output(disassemble_kernels(emit(source, "spirv")))
     elif args.spirv_out:

@@ -618,3 +618,19 @@ def test_the_signature_nupp_dask_checks_against(kernels):
     assert module.signature("bump").result == "nil"
     with pytest.raises(AttributeError, match="exports no @aot function 'Item'"):
         module.signature("Item")
+
+
+def test_emit_report_says_which_functions_nupp_dask_splits(kernels, capsys, monkeypatch):
+    """`nupp emit --report`: one line per @aot function, with the reason map refuses it for."""
+    from nupp.runtime.cli import main as cli_main
+    monkeypatch.chdir(kernels.parent)
+    assert cli_main(["emit", "--report", kernels.name]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "nupp.dask.map" in line]
+    refused = {function: reason for function, _, reason in REFUSED}
+    splits = ["total", "spread", "lowest", "peak", "checked", "bump"]
+    assert sorted(line.split(": ")[1] for line in lines) == sorted(splits + list(refused))
+    for function in splits:
+        assert f"{kernels.name}: {function}: nupp.dask.map splits it into chunks" in lines
+    for function, reason in refused.items():
+        head = f"{kernels.name}: {function}: nupp.dask.map cannot split it into chunks: {reason}"
+        assert any(line.startswith(head) for line in lines), head
