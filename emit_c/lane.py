@@ -79,6 +79,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from nupp.emit_c import intrinsics
 from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
 from nupp.emit_c.helpers import C_OPS, c_const, c_type
 from nupp.emit_c.lane_helpers import LANE_FORMS, LaneForm, conversion_form, lane_form, lanes_helper
@@ -257,28 +258,22 @@ class LanePreamble:
         self.vector_types, self.lanes_used, self.lane_forms = set(vector_types), set(lanes_used), dict(lane_forms)
 
     def section(self) -> str:
-        """The `vectors` section ("" when no vector is used): its includes, the
-        vector typedefs, then the mask-lanes helpers and the lane forms."""
+        """The `vectors` section ("" when no vector is used): <string.h> (memcpy:
+        a gang's block of elements), the vector typedefs, the x86 intrinsics the
+        helpers call (emit_c/intrinsics.py: no <immintrin.h>, whose parse was
+        most of a cold compile), then the mask-lanes helpers and the lane forms."""
         typedefs = [f"typedef {e} {vector_name(e, n)} __attribute__((vector_size({SIZES[e] * n})));\n"
                     for n in sorted({n for _, n in self.vector_types}) for e in SIZES
                     if (e, n) in self.vector_types]
         helpers = [lanes_helper(n) for n in sorted(self.lanes_used)] + list(self.lane_forms.values())
         if not typedefs and not helpers:
             return ""
-        return "".join(_vector_includes(intrinsics=bool(helpers)) + typedefs + helpers).rstrip("\n") + "\n"
+        return "".join(["#include <string.h>\n", *typedefs, intrinsics.section("".join(helpers)), *helpers]
+                       ).rstrip("\n") + "\n"
 
 
 def vector_name(element: str, lanes: int) -> str:
     return f"nu_{SHORT[element]}x{lanes}"
-
-
-def _vector_includes(intrinsics: bool) -> list[str]:
-    """<string.h> (memcpy: a gang's block of elements) and, for the helpers'
-    intrinsics, <immintrin.h> where the target has SSE."""
-    lines = ["#include <string.h>\n"]
-    if intrinsics:
-        lines.append("#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n")
-    return lines
 
 
 class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from nupp.emit_c import intrinsics
 from nupp.emit_c.helpers import _f32_literal
 from nupp.emit_c.lane_vectors import SHORT
 from nupp.scalar_ir.numerics import (EXP_COEFFICIENTS, EXP_DEGREE, EXP_HIGH, EXP_LOW, EXP_SCALE,
@@ -113,18 +114,19 @@ def _min_max(kind: str, element: str, bits: str, nan: str):
 
 
 def _by_isa(g: int, chunks, chunk_lines, fallback: list[str]) -> list[str]:
-    """C choosing, by the tier's predefined macros, the widest intrinsic whose
-    `width` lanes divide the gang, run over the gang `width` lanes at a time
-    (`chunk_lines(width, vtype, intrinsic)`: the loop body over chunk k), else
-    the portable `fallback` lines."""
+    """C choosing, by the tier's predefined macros, the widest intrinsic
+    (emit_c/intrinsics.py) whose `width` lanes divide the gang, run over the
+    gang `width` lanes at a time (`chunk_lines(intrinsic)`: the loop body over
+    chunk k), else the portable `fallback` lines."""
     lines, first, seen = [], True, set()
-    for width, macro, vtype, intrinsic in chunks:
+    for width, intrinsic in chunks:
+        macro = intrinsics.macro(intrinsic)
         if width > g or macro in seen:  # a narrower chunk under the same macro is never chosen
             continue
         seen.add(macro)
         lines.append(f"#{'if' if first else 'elif'} {macro}")
         lines.append(f"    for (int k = 0; k < {g}; k += {width}) {{")
-        lines += ["        " + line for line in chunk_lines(width, vtype, intrinsic)]
+        lines += ["        " + line for line in chunk_lines(intrinsic)]
         lines.append("    }")
         first = False
     return lines + (["#else"] + fallback + ["#endif"] if not first else fallback)
@@ -135,7 +137,8 @@ def _chunked(name: str, vector: str, element: str, arity: int, chunks, fallback:
     scalar C function per lane."""
     names = "abc"[:arity]
 
-    def chunk(width, vtype, intrinsic):
+    def chunk(intrinsic):
+        vtype = intrinsics.operand(intrinsic)
         body = [f"{vtype} " + ", ".join(f"{x}k" for x in names) + ";"]
         body += [f"memcpy(&{x}k, (const {element} *){x} + k, sizeof {x}k);" for x in names]
         body.append(f"const {vtype} rk = {intrinsic}(" + ", ".join(f"{x}k" for x in names) + ");")
@@ -153,11 +156,12 @@ def _chunked(name: str, vector: str, element: str, arity: int, chunks, fallback:
 # register.  The mask is read whole, by a vector cast: a memcpy of part of it
 # sent it through memory every round of a masked while.
 _MOVEMASK = {
-    16: ("defined(__AVX512F__)", ["const __m512i v = (__m512i)*m;",
-                                  "return (unsigned)_mm256_movemask_ps((__m256)_mm512_castsi512_si256(v))",
-                                  "       | (unsigned)_mm256_movemask_ps((__m256)_mm512_extracti64x4_epi64(v, 1)) << 8;"]),
-    8: ("defined(__AVX__)", ["return (unsigned)_mm256_movemask_ps((__m256)*m);"]),
-    4: ("defined(__SSE__)", ["return (unsigned)_mm_movemask_ps((__m128)*m);"]),
+    16: ("nu_mm512_extracti64x4_epi64_0",
+         ["const nu_v8di v = (nu_v8di)*m;",
+          "return (unsigned)nu_mm256_movemask_ps((nu_v8sf)nu_mm512_extracti64x4_epi64_0(v))",
+          "       | (unsigned)nu_mm256_movemask_ps((nu_v8sf)nu_mm512_extracti64x4_epi64_1(v)) << 8;"]),
+    8: ("nu_mm256_movemask_ps", ["return (unsigned)nu_mm256_movemask_ps((nu_v8sf)*m);"]),
+    4: ("nu_mm_movemask_ps", ["return (unsigned)nu_mm_movemask_ps((nu_v4sf)*m);"]),
 }
 
 
@@ -168,15 +172,13 @@ def lanes_helper(g: int) -> str:
     fallback = ["    unsigned bits = 0;", f"    for (int l = 0; l < {g}; l++) bits |= ((uint32_t)(*m)[l] >> 31) << l;",
                 "    return bits;"]
     if g in _MOVEMASK:
-        macro, lines = _MOVEMASK[g]
-        fallback = [f"#if {macro}", *("    " + line for line in lines), "#else", *fallback, "#endif"]
+        intrinsic, lines = _MOVEMASK[g]
+        fallback = [f"#if {intrinsics.macro(intrinsic)}", *("    " + line for line in lines), "#else", *fallback, "#endif"]
     return "\n".join(["\n/* the set lanes of a mask: bit k is lane k */",
                       f"{_INLINE} unsigned nu_lanes_x{g}(const nu_i32x{g} *m)", "{", *fallback, "}"]) + "\n"
 
 
-_FMA_F32 = ((16, "defined(__AVX512F__)", "__m512", "_mm512_fmadd_ps"),
-            (8, "defined(__FMA__)", "__m256", "_mm256_fmadd_ps"),
-            (4, "defined(__FMA__)", "__m128", "_mm_fmadd_ps"))
+_FMA_F32 = ((16, "nu_mm512_fmadd_ps"), (8, "nu_mm256_fmadd_ps"), (4, "nu_mm_fmadd_ps"))
 
 
 def _fma_f32(g: int) -> LaneForm:
@@ -296,20 +298,18 @@ def _shift(kind: str, short: str):
 
 # ---- binary64 and binary32: floor, ceil, sqrt by the instruction; abs by the sign bit
 
-def _x86(name: str, double: bool, oldest: str) -> tuple:
-    """(lanes, macro, vector type, intrinsic) of `_mm*_<name>_pd` / `_ps` at each
-    register width, widest first; `oldest`: the macro of the 16-byte form."""
-    lanes, suffix, d = (8, "pd", "d") if double else (16, "ps", "")
-    return ((lanes, "defined(__AVX512F__)", f"__m512{d}", f"_mm512_{name}_{suffix}"),
-            (lanes // 2, "defined(__AVX__)", f"__m256{d}", f"_mm256_{name}_{suffix}"),
-            (lanes // 4, oldest, f"__m128{d}", f"_mm_{name}_{suffix}"))
+def _x86(name: str, double: bool) -> tuple:
+    """(lanes, intrinsic) of `nu_mm*_<name>_pd` / `_ps` at each register width, widest first."""
+    lanes, suffix = (8, "pd") if double else (16, "ps")
+    return ((lanes, f"nu_mm512_{name}_{suffix}"), (lanes // 2, f"nu_mm256_{name}_{suffix}"),
+            (lanes // 4, f"nu_mm_{name}_{suffix}"))
 
 
 _ROUND = {
-    "floor.f64": _x86("floor", True, "defined(__SSE4_1__)"),
-    "ceil.f64": _x86("ceil", True, "defined(__SSE4_1__)"),
-    "sqrt.f64": _x86("sqrt", True, "defined(__SSE2__)"),
-    "sqrt.f32": _x86("sqrt", False, "defined(__SSE__)"),
+    "floor.f64": _x86("floor", True),
+    "ceil.f64": _x86("ceil", True),
+    "sqrt.f64": _x86("sqrt", True),
+    "sqrt.f32": _x86("sqrt", False),
 }
 _LIBM = {"floor.f64": "floor", "ceil.f64": "ceil", "sqrt.f64": "sqrt", "sqrt.f32": "sqrtf"}
 
@@ -414,29 +414,23 @@ def _eq_bool(g: int) -> LaneForm:
 # GCC 12 writes a __builtin_convertvector that doubles the lanes' size as two
 # conversions of halves and an insert (and a 64-to-32-bit truncation as a
 # two-source permute), even where one instruction converts the whole
-# register.  (source, target) element -> {lanes: (macro, intrinsic, operand
-# type)}: each the C conversion exactly (integers sign- or zero-extended by the
+# register.  (source, target) element -> {lanes: intrinsic (emit_c/intrinsics.py)}: each the C conversion exactly (integers sign- or zero-extended by the
 # source's signedness, truncated modulo 2^32; binary32 and int32 to binary64
 # exact).
-_AVX512F, _AVX512VL = "defined(__AVX512F__)", "defined(__AVX512F__) && defined(__AVX512VL__)"
-_TO_F64 = {"float": ("_mm512_cvtps_pd", "_mm256_cvtps_pd", "__m256", "__m128", "defined(__AVX__)"),
-           "int32_t": ("_mm512_cvtepi32_pd", "_mm256_cvtepi32_pd", "__m256i", "__m128i", "defined(__AVX__)"),
-           "uint32_t": ("_mm512_cvtepu32_pd", "_mm256_cvtepu32_pd", "__m256i", "__m128i", _AVX512VL)}
+_TO_F64 = {"float": "cvtps_pd", "int32_t": "cvtepi32_pd", "uint32_t": "cvtepu32_pd"}
 _EXTEND = {"int32_t": "cvtepi32_epi64", "uint32_t": "cvtepu32_epi64"}
 
 
 def _conversions() -> dict:
-    table = {}
-    for source, (wide, narrow, wide_in, narrow_in, narrow_macro) in _TO_F64.items():
-        table[(source, "double")] = {8: (_AVX512F, wide, wide_in), 4: (narrow_macro, narrow, narrow_in)}
+    def by_lanes(name: str) -> dict:
+        return {8: f"nu_mm512_{name}", 4: f"nu_mm256_{name}"}
+    table = {(source, "double"): by_lanes(name) for source, name in _TO_F64.items()}
     for source, name in _EXTEND.items():
         for target in ("int64_t", "uint64_t"):
-            table[(source, target)] = {8: (_AVX512F, f"_mm512_{name}", "__m256i"),
-                                       4: ("defined(__AVX2__)", f"_mm256_{name}", "__m128i")}
+            table[(source, target)] = by_lanes(name)
     for source in ("int64_t", "uint64_t"):
         for target in ("int32_t", "uint32_t"):
-            table[(source, target)] = {8: (_AVX512F, "_mm512_cvtepi64_epi32", "__m512i"),
-                                       4: (_AVX512VL, "_mm256_cvtepi64_epi32", "__m256i")}
+            table[(source, target)] = by_lanes("cvtepi64_epi32")
     return table
 
 
@@ -447,10 +441,10 @@ def conversion_form(source: str, target: str, g: int) -> Optional[LaneForm]:
     """`nu_cvt_<s>_<t>x<g>(&r, &a)`: C's conversion of g `source` lanes to
     `target`, one instruction where the tier has it; None where no
     instruction converts g lanes in one register (__builtin_convertvector does)."""
-    entry = CONVERSIONS.get((source, target), {}).get(g)
-    if entry is None:
+    intrinsic = CONVERSIONS.get((source, target), {}).get(g)
+    if intrinsic is None:
         return None
-    macro, intrinsic, operand = entry
+    macro, operand = intrinsics.macro(intrinsic), intrinsics.operand(intrinsic)
     name, t, a = f"nu_cvt_{SHORT[source]}_{SHORT[target]}x{g}", _vector(SHORT[target], g), _vector(SHORT[source], g)
     code = f"""
 /* {source} to {target} per lane, C's conversion: {intrinsic} where the tier has it */
