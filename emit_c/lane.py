@@ -84,10 +84,12 @@ from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
 from nupp.emit_c.helpers import C_OPS, c_const, c_type
 from nupp.emit_c.lane_helpers import LANE_FORMS, LaneForm, conversion_form, lane_form, lanes_helper
 from nupp.emit_c.lane_memory import LaneMemory
+from nupp.emit_c.lane_threads import THREADS_C, LaneThreads
 from nupp.emit_c.lane_vectors import (BLEND, COMPARE, CONVERT, ELEMENTS, LANE, NATIVE, REGISTERS, SHORT,
                                       SIZES)
 from nupp.emit_c.unit import CModule, ModuleContext, TranslationUnit, emit_unit
 from nupp.errors import InternalError
+from nupp.lane_rewrite.threads import thread_refusal
 from nupp.scalar_ir.lanes import is_varying
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS, SHORT_CIRCUIT, combining_op
@@ -212,6 +214,8 @@ class _LaneC:
         if section:
             unit.add("vectors", section)
 
+        if self.preamble.threaded:
+            unit.add("vectors", THREADS_C)
 
 class LanePreamble:
     """What lane C's functions use of the vector machinery, for the unit's
@@ -226,6 +230,7 @@ class LanePreamble:
         self.lanes_used: set[int] = set()  # nu_lanes_xW (which lanes of a mask are set) is called
         self.lane_forms: dict[str, str] = {}  # a form's name -> its C, callees first
         self.elements: set[str] = set()
+        self.threaded = False  # a gang loop may run on threads (lane_threads.py)
 
     def vector(self, element: str, lanes: int) -> str:
         """The vector type of `lanes` `element` lanes, its typedef recorded."""
@@ -384,16 +389,25 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
         self.mod.headers.update(headers)
 
     def gangs(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str], width: int) -> None:
-        """The accumulators, the loop over whole gangs at `width` lanes per vector, and the combination."""
+        """The accumulators, the loop over whole gangs at `width` lanes per vector (also
+        split between threads where the loop allows: lane_threads.py), and the combination."""
         self.width = width
         self.scopes.append({})  # the reductions' accumulators, across the gangs
         accumulators = [self.accumulator(name, op) for name, op in s.reductions]
         self.line(f"for (; {counter} + {self.gang - 1} <= {stop}; {counter} += {self.gang}) {{")
+        locals_ = [self.lookup(name) for name, _ in s.reductions]  # the locals the reductions end in
         self.gang_body(s, counter, stopped)
         self.line("}")
+        threaded = thread_refusal(s) is None
+        if threaded:
+            self.threaded_gangs(s, counter, stop, locals_)
+            self.depth += 1
         self.scopes.pop()
-        for (name, op), acc in zip(s.reductions, accumulators):
-            self.combine(name, op, acc)
+        for (_, op), local, acc in zip(s.reductions, locals_, accumulators):
+            self.combine(self.read(local), op, self.accumulated_lanes(acc))
+        if threaded:
+            self.depth -= 1
+            self.line("}")
 
     def stop_flags(self, s: ir.Gang) -> Optional[str]:
         """The C flag that ends the gangs early (a break leaves the loop, or an op
@@ -456,16 +470,19 @@ class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
             self.reads.add(acc)
         return accumulators
 
-    def combine(self, name: str, op: str, accumulators: tuple[str, ...]) -> None:
-        """The local takes each lane's partial result by the op's scalar rule (sub: the
-        partials are sums of negated terms, so they add).  For an exact op the order
-        of the terms cannot change a bit."""
+    def combine(self, target: str, op: str, partials: list[str]) -> None:
+        """`target` (a local, a chunk's partial result) takes each partial result (C
+        expressions: lanes of accumulators, chunks' results) by the op's scalar rule
+        (sub: the partials are sums of negated terms, so they add).  For an exact op
+        the order of the terms cannot change a bit."""
         rendering = C_OPS[combining_op(op)]
         self.mod.use(rendering)
-        target = self.lookup(name)
-        for acc in accumulators:
-            for k in range(self.width):
-                self.line(f"{target} = {bare(rendering.scalar.format(self.read(target), f'{acc}[{k}]'))};")
+        for partial in partials:
+            self.line(f"{target} = {bare(rendering.scalar.format(target, partial))};")
+
+    def accumulated_lanes(self, accumulators: tuple[str, ...]) -> list[str]:
+        """Every lane of a reduction's accumulators, in lane order."""
+        return [f"{acc}[{k}]" for acc in accumulators for k in range(self.width)]
 
     # ---- the vectors of a gang
     def each(self, emit: Callable[[], object]) -> list:

@@ -30,8 +30,9 @@ its bits cannot depend on their order:
                 invocations must never share one)
 
 `device_refusal` says why a function is refused (`nupp emit --report`), or
-None; `one_span_loop_refusal` and `carried_refusal` are the shape and
-iteration rules a chunked call (runtime/chunking.py) shares with the device; `split_kernel` gives an admitted function's prologue, span loop and
+None; `one_span_loop_refusal` is the shape a chunked call (runtime/chunking.py)
+shares with the device, scalar_ir/varying.py's `carried_refusal` the iteration rule both share
+(and lane C's threads); `split_kernel` gives an admitted function's prologue, span loop and
 epilogue, `kernel_reductions` the reductions the finish kernel combines.
 """
 
@@ -41,7 +42,7 @@ from typing import Optional
 
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.lanes import written_not_disjoint
-from nupp.scalar_ir.varying import outer_assigned, reductions_of, span_loops
+from nupp.scalar_ir.varying import carried_refusal, reductions_of, span_loops
 from nupp.scalar_ir.walk import fails_itself, own_exprs, statements, subexprs
 from nupp.scalar_ir.widths import struct_layout
 
@@ -92,16 +93,6 @@ def one_span_loop_refusal(fn: ir.Function, runner: str) -> Optional[tuple[ir.Loc
     if not any(s is spans[0] for s in fn.body):
         return (spans[0].loc, f"the loop over spans at {spans[0].loc} is inside another statement "
                               f"({runner} runs one at function level)")
-    return None
-
-
-def carried_refusal(loop: ir.For, why: str) -> Optional[str]:
-    """A local declared outside `loop` that it assigns other than as an exact
-    reduction (`why` says how the iterations run apart), or None."""
-    carried = sorted(outer_assigned(loop) - reductions_of(loop).keys())
-    if carried:
-        return (f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in it and is not "
-                f"an exact reduction ({why}: no other value carries between them)")
     return None
 
 

@@ -6,12 +6,19 @@ picks at load time unless pinned (`--gang G` names it here).
 
     mandelbrot.nupp:16:5: loop over %i: lane-rewritten (varying: %cx, %cy, %i, %n, %nx, %zx, %zy; uniform: %maxIter; masked: while at 22:9)
     sum.nupp:3:5: loop over %i: stays scalar: %s carries add.f64 (binary64 addition) from one iteration to the next: reordering it would change the bits
+
+and after each loop's line, whether lane C splits its gangs between threads
+(`--threads N`, lane_rewrite/threads.py), or why it runs on one thread:
+
+    mandelbrot.nupp:16:5: loop over %i: runs on threads under --threads N
 """
 
 from __future__ import annotations
 
 from nupp.lane_rewrite.rewrite import LaneDecision, lane_decisions
+from nupp.lane_rewrite.threads import thread_refusal
 from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.varying import span_loops
 
 
 def render_report(module: ir.Module, path: str, gang: int | None = None) -> str:
@@ -19,8 +26,18 @@ def render_report(module: ir.Module, path: str, gang: int | None = None) -> str:
     kinds = {}
     for fn in module.functions:
         kinds.update(_control_kinds(fn.body))
+    loops = {(fn.name, loop.loc): loop for fn in module.functions for loop in span_loops(fn)}
     return "".join(f"{path}:{d.loc}: loop over %{d.counter}: {_verdict(d, kinds, gang)}\n"
+                   f"{path}:{d.loc}: loop over %{d.counter}: {_threads(d, loops[d.function, d.loc])}\n"
                    for d in lane_decisions(module))
+
+
+def _threads(decision: LaneDecision, loop: ir.For) -> str:
+    """Whether lane C splits the loop's gangs between threads, and if not, why."""
+    refusal = thread_refusal(loop) if decision.rewritten else None
+    if decision.rewritten and refusal is None:
+        return "runs on threads under --threads N"
+    return f"runs on one thread under --threads N: {refusal.reason if refusal else 'it stays scalar'}"
 
 
 def _verdict(decision: LaneDecision, kinds: dict[ir.Loc, str], gang: int | None) -> str:

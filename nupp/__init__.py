@@ -14,11 +14,12 @@ from nupp.version import __version__  # noqa: F401
 from nupp.paths import NuppEnvironmentError  # noqa: E402  (light: the API's heavy imports wait for load)
 
 
-def load(path, mode: str = "lane", cc: str = "gcc", gang=None, tier=None, spirv_runner: str = "vulkan"):
+def load(path, mode: str = "lane", cc: str = "gcc", gang=None, tier=None, spirv_runner: str = "vulkan",
+         threads=None):
     """Load a .nupp module and call its @aot functions from Python with NumPy arrays
     (see nupp.runtime.api)."""
     from nupp.runtime.api import load as _load
-    return _load(path, mode, cc, gang, tier, spirv_runner)
+    return _load(path, mode, cc, gang, tier, spirv_runner, threads)
 
 
 def __getattr__(name: str):

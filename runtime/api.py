@@ -36,6 +36,7 @@ from lupa import luajit21
 from nupp.errors import Source
 from nupp.runtime import fast_call
 from nupp.runtime.host import Host, LuaRunError, display_path
+from nupp.runtime.threads import check_count, thread_setting
 
 # struct field storage -> NumPy scalar type (native byte order, as the C layout)
 FIELD_DTYPES = {"float": np.float32, "number": np.float64, "double": np.float64, "int8": np.int8,
@@ -97,10 +98,10 @@ class NuppModule:
     ("spirv-lavapipe") for the functions a device runs."""
 
     def __init__(self, path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,
-                 tier: str | None = None, spirv_runner: str = "vulkan"):
+                 tier: str | None = None, spirv_runner: str = "vulkan", threads: int | None = None):
         path = Path(path)
         self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc, gang=gang, tier=tier,
-                          spirv_runner=spirv_runner)
+                          spirv_runner=spirv_runner, threads=thread_setting(threads))
         lua = self._host.lua
         source = Source.from_file(display_path(path))
         compiled = self._host.compile(source)
@@ -173,7 +174,8 @@ class NuppModule:
         # the float a NaN result reaches Python as through the boundary (its narrow's NaN)
         nan = internals.math.f32.narrow(float("nan"))
         self._lua_calls = lua_calls
-        return {**lua_calls, **fast_call.callers(cc, native_calls, lua_calls, NuppRuntimeError, nan)}
+        return {**lua_calls, **fast_call.callers(cc, native_calls, lua_calls, NuppRuntimeError, nan,
+                                                 self._host.threads)}
 
     def _lua_call(self, fn, signature, spans):
         """The call through LuaJIT's host boundary."""
@@ -181,7 +183,7 @@ class NuppModule:
         return lambda *args: self._invoke(fn, signature, spans, result, args)
 
     def _native_call(self, binding, signature, spans) -> fast_call.NativeCall:
-        library, cdef, symbol, errors = binding
+        library, cdef, symbol, errors, threads_setter = binding
         params = signature["params"]
         kinds = []
         for index, span in enumerate(spans):
@@ -191,7 +193,8 @@ class NuppModule:
                 writable = bool(params[index + 1]["type"]["writable"])
                 kinds.append(fast_call.Param("write_span" if writable else "span", span[1]))
         texts = tuple(errors[i + 1] for i in range(len(errors)))
-        return fast_call.NativeCall(fast_call.Binding(library, cdef, symbol, texts), tuple(kinds), signature["result"])
+        return fast_call.NativeCall(fast_call.Binding(library, cdef, symbol, texts, threads_setter), tuple(kinds),
+                                    signature["result"])
 
     def _span_params(self, signature) -> list:
         """Per parameter: (struct, its dtype) for a span, else None; worked out
@@ -289,17 +292,25 @@ def struct_layout(info) -> tuple:
 
 
 def load(path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,
-         tier: str | None = None, spirv_runner: str = "vulkan") -> NuppModule:
+         tier: str | None = None, spirv_runner: str = "vulkan", threads: int | None = None) -> NuppModule:
     """Load a .nupp module for calls from Python.  Mode "lane" (the default)
     runs span loops in SIMD gangs where the lane rewrite applies, at `tier`
     (else the best this CPU runs; targets/tiers.py) and `gang` (4, 8, 16 or 32, else
     the tier's own); "scalar" is the plain compiled C, "interp" ordinary Nupp;
     "spirv" runs the functions a Vulkan device can run there, through
     `spirv_runner` ("vulkan", the module as written, or "wgpu"), and the rest
-    as lane code.  A tier this CPU cannot run raises TierError (a ValueError),
-    an option of the wrong type TypeError, a missing device DeviceUnavailable."""
-    _check_option_types(mode=mode, cc=cc, gang=gang, tier=tier, spirv_runner=spirv_runner)
-    return NuppModule(path, mode, cc, None if gang is None else int(gang), tier, spirv_runner)
+    as lane code.  `threads` (1 to 1024; None: the environment variable
+    NUPP_THREADS, else 1) is how many threads lane C may split a span loop
+    between, where its iterations are independent (`nupp emit --report` says
+    which loops): a setting of this module's calls, which never changes a
+    bit of their results, nor what is compiled.  A tier this CPU cannot run
+    raises TierError (a ValueError), an option of the wrong type TypeError, a
+    thread count out of range ValueError, a missing device DeviceUnavailable."""
+    _check_option_types(mode=mode, cc=cc, gang=gang, tier=tier, spirv_runner=spirv_runner, threads=threads)
+    if threads is not None:
+        check_count(int(threads), "nupp.load: threads")
+    return NuppModule(path, mode, cc, None if gang is None else int(gang), tier, spirv_runner,
+                      None if threads is None else int(threads))
 
 
 # option -> (the types it takes, what it is)
@@ -307,7 +318,8 @@ OPTION_TYPES = {"mode": ((str,), "a str: 'lane', 'scalar', 'spirv' or 'interp'")
                 "spirv_runner": ((str,), "a str: 'vulkan' or 'wgpu'"),
                 "cc": ((str,), "a str: 'gcc', 'clang' or a compiler's path"),
                 "gang": ((numbers.Integral, type(None)), "an int: 4, 8, 16 or 32 (or None: the tier's own)"),
-                "tier": ((str, type(None)), "a str: 'baseline', 'v2', 'v3' or 'v4' (or None: the best this CPU runs)")}
+                "tier": ((str, type(None)), "a str: 'baseline', 'v2', 'v3' or 'v4' (or None: the best this CPU runs)"),
+                "threads": ((numbers.Integral, type(None)), "an int from 1 to 1024 (or None: NUPP_THREADS, else 1)")}
 
 
 def _check_option_types(**options) -> None:

@@ -39,10 +39,10 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from nupp.emit_spirv.admit import carried_refusal, one_span_loop_refusal, split_kernel
+from nupp.emit_spirv.admit import one_span_loop_refusal, split_kernel
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import COMPARISONS, OPS, combining_op
-from nupp.scalar_ir.varying import reductions_of, span_loops
+from nupp.scalar_ir.varying import carried_refusal, reductions_of, span_loops
 from nupp.scalar_ir.walk import breaks_leaving, own_exprs, statements, subexprs
 
 IDEMPOTENT = ("band", "bor", "min", "max")  # op(x, x) == x: extra copies of a start value change nothing

@@ -1,7 +1,7 @@
 """The `nupp` command line.
 
     nupp run FILE.nupp|PROJECT_DIR [--aot on|off] [--mode interp|scalar|lane|spirv] [--tier baseline|v2|v3|v4]
-                  [--gang 4|8|16|32] [--cc gcc|clang] [--spirv-runner vulkan|wgpu] [ARGS...]
+                  [--gang 4|8|16|32] [--cc gcc|clang] [--spirv-runner vulkan|wgpu] [--threads N] [ARGS...]
     nupp build [PROJECT_DIR] [--aot on|off] [--out DIR] [--target TRIPLE] [--cc gcc|clang]
                                                   a project's relocatable output tree, bin/NAME its program
     nupp check FILE.nupp                          report diagnostics
@@ -112,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     _option(run, "--spirv-runner", names=RUNNERS, default="vulkan", dest="spirv_runner",
                      help="with --mode spirv: run kernels through the Vulkan API as written (vulkan, the "
                           "default) or through wgpu, which translates them (naga drops NoContraction)")
+    run.add_argument("--threads", type=_thread_count, default=None, metavar="N",
+                     help="threads lane code may split a span loop between, where its iterations are "
+                          "independent (nupp emit --report says which); the results are the same bits "
+                          "(default: NUPP_THREADS, else 1)")
     run.add_argument("args", nargs=argparse.REMAINDER,
                      help="arguments passed to the script as `...` (nupp's own options may come "
                           "first; put script arguments after `--` if they look like options)")
@@ -205,6 +209,14 @@ def _size_list(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def _thread_count(text: str) -> int:
+    from nupp.runtime.threads import parse_count
+    try:
+        return parse_count(text, "a thread count")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _kernel_list(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
@@ -278,7 +290,7 @@ def _read_source(path: str) -> Source:
 
 
 RUN_OPTIONS = {"--aot": ("on", "off"), "--mode": MODES, "--cc": None, "--tier": TIER_NAMES,
-               "--gang": GANG_CHOICES, "--spirv-runner": RUNNERS}
+               "--gang": GANG_CHOICES, "--spirv-runner": RUNNERS, "--threads": _thread_count}
 
 
 def _take_run_options(args) -> None:
@@ -296,7 +308,12 @@ def _take_run_options(args) -> None:
                 raise _UsageError(f"{key} needs a value")
             value = rest.pop(1)
         choices = RUN_OPTIONS[key]
-        if choices is not None and value not in choices:
+        if callable(choices):  # a parser of the value
+            try:
+                value = choices(value)
+            except argparse.ArgumentTypeError as err:
+                raise _UsageError(f"{key}: {err}") from None
+        elif choices is not None and value not in choices:
             raise _UsageError(f"{key} takes {' or '.join(choices)}, not '{value}'")
         setattr(args, key[2:].replace("-", "_"), value)
         rest.pop(0)
@@ -360,8 +377,10 @@ def cmd_run(args) -> int:
     args.aot = args.aot or project_aot or "on"
     mode = _run_mode(args)
     source = _read_source(script)
+    from nupp.runtime.threads import thread_setting
     host = Host(search_path=[Path(script).resolve().parent], mode=mode, cc=args.cc,
-                gang=int(args.gang) if args.gang else None, tier=args.tier, spirv_runner=args.spirv_runner)
+                gang=int(args.gang) if args.gang else None, tier=args.tier, spirv_runner=args.spirv_runner,
+                threads=thread_setting(args.threads))
     sys.stdout.flush()
     # As under luajit, writing to a reader that went away ends the program (exit 141).
     python_sigpipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL)

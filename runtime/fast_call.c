@@ -21,6 +21,9 @@
  *   int32/uint32/int64/uint64  an int (not a subclass: no bool) in the type's range
  *   boolean      True or False
  *
+ * Before the call, a library with loops that run on threads is given the
+ * Caller's thread setting (set_threads, on the calling thread: runtime/threads.py).
+ *
  * A nonzero status from the C function is the run-time error it names:
  * `on_status(status)` raises it.  A result comes back as the boundary hands
  * it to Python: a float result's NaN as `nan` (what the boundary's narrow
@@ -54,6 +57,9 @@ typedef struct {
     vectorcallfunc vectorcall;
     nu_trampoline trampoline;
     void *function;
+    nu_set_threads_fn set_threads; /* NULL: the library runs no loop on threads */
+    int32_t threads;
+    int64_t thread_min;
     enum kind result;
     double nan;          /* the NaN a result NaN reaches Python as through LuaJIT */
     Py_ssize_t abi_arity;
@@ -261,6 +267,8 @@ static PyObject *caller_call(PyObject *self, PyObject *const *given, size_t narg
     nu_arg result;
     memset(&result, 0, sizeof result);
     int32_t status;
+    if (c->set_threads != NULL)
+        c->set_threads(c->threads, c->thread_min);
     if (total >= RELEASE_GIL_BYTES) {
         Py_BEGIN_ALLOW_THREADS
         status = c->trampoline(c->function, args, &result);
@@ -337,16 +345,19 @@ static int kind_named(PyObject *name, enum kind *out)
     return 0;
 }
 
-/* caller(trampoline, function, params, result, nan, fallback, on_status, ndarray): params is a
-   sequence of (kind, dtype or None, itemsize); trampoline and function are addresses. */
+/* caller(trampoline, function, params, result, nan, fallback, on_status, ndarray, set_threads, threads,
+   thread_min): params is a sequence of (kind, dtype or None, itemsize); trampoline, function and
+   set_threads (0: none) are addresses. */
 static PyObject *make_caller(PyObject *module, PyObject *args)
 {
     (void)module;
-    unsigned long long trampoline, function;
+    unsigned long long trampoline, function, set_threads;
     PyObject *params, *result_name, *fallback, *on_status, *ndarray;
     double nan;
-    if (!PyArg_ParseTuple(args, "KKOUdOOO!", &trampoline, &function, &params, &result_name, &nan, &fallback,
-                          &on_status, &PyType_Type, &ndarray))
+    int threads;
+    long long thread_min;
+    if (!PyArg_ParseTuple(args, "KKOUdOOO!KiL", &trampoline, &function, &params, &result_name, &nan, &fallback,
+                          &on_status, &PyType_Type, &ndarray, &set_threads, &threads, &thread_min))
         return NULL;
     PyObject *items = PySequence_Fast(params, "nupp_fast_call.caller: params must be a sequence");
     if (items == NULL)
@@ -360,6 +371,9 @@ static PyObject *make_caller(PyObject *module, PyObject *args)
     c->vectorcall = caller_call;
     c->trampoline = (nu_trampoline)(uintptr_t)trampoline;
     c->function = (void *)(uintptr_t)function;
+    c->set_threads = (nu_set_threads_fn)(uintptr_t)set_threads;
+    c->threads = (int32_t)threads;
+    c->thread_min = (int64_t)thread_min;
     c->nan = nan;
     c->abi_arity = 0;
     c->fallback = Py_NewRef(fallback);
@@ -391,7 +405,7 @@ static PyObject *make_caller(PyObject *module, PyObject *args)
 
 static PyMethodDef METHODS[] = {
     {"caller", make_caller, METH_VARARGS, "caller(trampoline, function, params, result, nan, fallback, "
-                                          "on_status, ndarray) -> a Caller"},
+                                          "on_status, ndarray, set_threads, threads, thread_min) -> a Caller"},
     {NULL, NULL, 0, NULL},
 };
 

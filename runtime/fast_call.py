@@ -21,7 +21,9 @@ Two libraries, built by targets/toolchain.py and kept in its cache:
     module rebuilt with the same signatures reuses it.
 
 What it calls comes from the binding itself (native.lua `binding_of`): the
-library, its cdef, the symbol and the error texts its statuses name; a
+library, its cdef, the symbol, the error texts its statuses name and the
+library's thread-count setter, which a Caller calls first with its module's
+setting (runtime/threads.py), as the Lua binding does; a
 function a device runs (spirv mode) has none and keeps the Lua path, as
 does every function in interp mode.
 """
@@ -39,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nupp.runtime.threads import ThreadSetting
 from nupp.targets.toolchain import build_library, find_toolchain
 
 # The argument array's element and the trampoline's type: fast_call.c fills
@@ -46,6 +49,7 @@ from nupp.targets.toolchain import build_library, find_toolchain
 ABI = """#include <stdint.h>
 typedef union { void *p; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; float f32; double f64; _Bool b; } nu_arg;
 typedef int32_t (*nu_trampoline)(void *function, const nu_arg *args, void *result);
+typedef void (*nu_set_threads_fn)(int32_t count, int64_t min_iterations);
 """
 
 # a parameter's type in the boundary's signatures -> its kind in fast_call.c, and the members it fills
@@ -68,6 +72,7 @@ class Binding:
     cdef: str
     symbol: str
     errors: tuple[str, ...]  # status k names errors[k - 1]
+    threads_setter: str | None = None  # the library's (emit_c/lane_threads.py), None: it has none
 
 
 @dataclass(frozen=True)
@@ -92,10 +97,11 @@ class NativeCall:
     result: str  # a type of RESULT_KINDS; "nil": the C function takes no result pointer
 
 
-def callers(cc: str, calls: dict, fallbacks: dict, error: type, nan: float) -> dict:
+def callers(cc: str, calls: dict, fallbacks: dict, error: type, nan: float, threads: ThreadSetting) -> dict:
     """A Caller (fast_call.c) for each of `calls` (name -> NativeCall), falling back to
     fallbacks[name] (the Lua path); a nonzero status raises error(its text).  {} where the
-    extension cannot be built.  `nan` is the float a NaN result reaches Python as through LuaJIT."""
+    extension cannot be built.  `nan` is the float a NaN result reaches Python as through LuaJIT;
+    `threads` the setting each call gives a library that has threaded loops."""
     fast = extension(cc)
     if fast is None or not calls:
         return {}
@@ -104,10 +110,14 @@ def callers(cc: str, calls: dict, fallbacks: dict, error: type, nan: float) -> d
     out = {}
     for name, address in zip(names, addresses):
         call = calls[name]
-        function = ctypes.cast(getattr(_library(call.binding.library), call.binding.symbol), ctypes.c_void_p).value
+        library = _library(call.binding.library)
+        function = ctypes.cast(getattr(library, call.binding.symbol), ctypes.c_void_p).value
+        setter = call.binding.threads_setter
+        set_threads = ctypes.cast(getattr(library, setter), ctypes.c_void_p).value if setter else 0
         spec = [(p.kind, p.dtype, p.dtype.itemsize if p.dtype is not None else 0) for p in call.params]
         out[name] = fast.caller(address, function, spec, RESULT_KINDS[call.result], nan, fallbacks[name],
-                                _raiser(call.binding.errors, error), np.ndarray)
+                                _raiser(call.binding.errors, error), np.ndarray, set_threads, threads.count,
+                                threads.min_iterations)
     return out
 
 

@@ -21,6 +21,7 @@ from lupa import luajit21
 from nupp.compiled import Compiled
 from nupp.errors import Source, source_bytes
 from nupp.runtime.module_cache import ModuleCache
+from nupp.runtime.threads import ThreadSetting, thread_setting
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
@@ -92,10 +93,13 @@ class Host:
     span loops in SIMD gangs, emit_c/lane.py, built for the feature tier it
     runs, targets/tiers.py).  In lane mode
     `tier` pins a tier (else the best this CPU runs) and `gang` the gang of
-    every tier (else the tier's own); other modes ignore both."""
+    every tier (else the tier's own); other modes ignore both.  `threads`: the
+    threads lane C's span loops may run on (runtime/threads.py; None:
+    NUPP_THREADS, else one), a setting of this host's calls, not of what it compiles."""
 
     def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc",
-                 gang: int | None = None, tier: str | None = None, spirv_runner: str = "vulkan"):
+                 gang: int | None = None, tier: str | None = None, spirv_runner: str = "vulkan",
+                 threads: ThreadSetting | None = None):
         self.lua = new_lua_runtime()
         self.mode = mode
         self.cc = cc
@@ -115,6 +119,9 @@ class Host:
         self.internals.native.more_executions = self._more_executions
         self._device_kernels: dict = {}  # device symbol -> (DeviceKernel, status offset, runner)
         self.internals.native.run_device = self._run_device
+        self.threads = threads or thread_setting()
+        self.internals.native.threads = self.threads.count
+        self.internals.native.thread_min = self.threads.min_iterations
 
     # ---- running
     def run_file(self, path: str | Path, args: tuple = (), command: tuple = ()) -> None:

@@ -39,6 +39,7 @@ from nupp import version
 from nupp.compiled import Compiled, NativeModule, TierCheck
 from nupp.errors import Source, source_bytes
 from nupp.paths import cache_dir, is_private_file, private_dir
+from nupp.runtime.threads import RUN_TIME_VARIABLES
 from nupp.targets.toolchain import is_intact, write_atomically
 
 FOLDER = "modules"
@@ -110,8 +111,10 @@ def _decoded(entry: dict) -> Compiled:
 
 
 def _settings() -> dict:
-    """nupp's environment variables but the cache folder's (NUPP_CPU_TIER_MAX caps the tier taken)."""
-    return {name: value for name, value in os.environ.items() if name.startswith("NUPP_") and name != "NUPP_CACHE_DIR"}
+    """nupp's environment variables but the cache folder's and those of a run's
+    calls (NUPP_CPU_TIER_MAX caps the tier taken; NUPP_THREADS changes no code)."""
+    return {name: value for name, value in os.environ.items()
+            if name.startswith("NUPP_") and name not in ("NUPP_CACHE_DIR", *RUN_TIME_VARIABLES)}
 
 
 def _compiler_identity(cc: str) -> list | None:

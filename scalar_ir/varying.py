@@ -156,6 +156,18 @@ def outer_assigned(loop) -> set[str]:
     return {s.name for s in inside if isinstance(s, ir.Assign)} - declared - {loop.var}
 
 
+def carried_refusal(loop, why: str) -> str | None:
+    """A local declared outside `loop` (For or Gang) that it assigns other than
+    as an exact reduction, or None: the one rule for running a span loop's
+    iterations apart (a device invocation each, a chunk per nupp.dask call or
+    per thread); `why` says how they run apart."""
+    carried = sorted(outer_assigned(loop) - reductions_of(loop).keys())
+    if carried:
+        return (f"%{carried[0]}, declared outside the span loop at {loop.loc}, is assigned in it and is not "
+                f"an exact reduction ({why}: no other value carries between them)")
+    return None
+
+
 def _analyze_loop(fn: ir.Function, loop: ir.For, order) -> LoopPlan:
     inside = [s for s, _ in _preorder(loop.body, ())]
     outer = outer_assigned(loop)

@@ -22,6 +22,11 @@ manifest is corrupt, and one that is not a private file of the current user
 is not trusted: either is rebuilt.  The folder itself is private (0700) and
 refused when another user could write to it (nupp/paths.py).
 
+A unit holding OpenMP pragmas (lane C's threaded loops, emit_c/lane_threads.py)
+is compiled with OPENMP_FLAGS, and the library is linked with them (GCC's
+libgomp, Clang's libomp: Debian's libomp-dev) and never unloaded; the pragmas are guarded by
+`#ifdef _OPENMP`, so the flag changes where a loop may run, never its bits.
+
 Units are compiled as C whatever the driver (`-x c`: `g++` or `clang++` would
 compile them as C++ and mangle the names LuaJIT binds).  When the compiler
 fails, a probe tells whose fault it is: if it cannot build a trivial library
@@ -54,6 +59,11 @@ BASE_FLAGS = ("-std=c11", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-ma
 COMPILERS = ("gcc", "clang")
 # the fix for every compiler fault
 PICK_A_COMPILER = "install gcc or clang, or name a working C compiler (--cc, or cc= of nupp.load)"
+OPENMP_FLAGS = ("-fopenmp",)  # GCC and Clang alike
+# and to the link: such a library is never unloaded, nor the OpenMP runtime it loads, whose threads
+# would otherwise run on in unmapped code once a LuaJIT state closes (a crash at exit)
+OPENMP_LINK_FLAGS = OPENMP_FLAGS + ("-Wl,-z,nodelete",)
+OPENMP_PRAGMA = "#pragma omp "
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,15 @@ class Unit:
     source: str
     flags: tuple[str, ...] = ()
 
+    @property
+    def uses_openmp(self) -> bool:
+        return OPENMP_PRAGMA in self.source
+
+    @property
+    def all_flags(self) -> tuple[str, ...]:
+        """Its own flags, and OPENMP_FLAGS where it holds OpenMP pragmas."""
+        return self.flags + (OPENMP_FLAGS if self.uses_openmp else ())
+
 
 @lru_cache(maxsize=None)
 def find_toolchain(cc: str = "gcc", extra_flags: tuple[str, ...] = ()) -> Toolchain:
@@ -94,7 +113,7 @@ def find_toolchain(cc: str = "gcc", extra_flags: tuple[str, ...] = ()) -> Toolch
 
 
 def cache_key(units: Sequence[Unit], toolchain: Toolchain) -> str:
-    parts = json.dumps({"units": [[u.name, u.source, list(u.flags)] for u in units], "cc": toolchain.path,
+    parts = json.dumps({"units": [[u.name, u.source, list(u.all_flags)] for u in units], "cc": toolchain.path,
                         "version": toolchain.version, "flags": toolchain.flags, "nupp": version.__version__},
                        sort_keys=True)
     return hashlib.sha256(parts.encode()).hexdigest()[:32]
@@ -117,7 +136,7 @@ def build_units(units: Sequence[Unit], toolchain: Toolchain, label: str = "modul
         _compile(units, toolchain, folder, library, label)
         write_atomically(manifest, json.dumps({
             "key": key, "label": label, "cc": toolchain.path, "version": toolchain.version,
-            "flags": list(toolchain.flags), "units": [{"name": u.name, "flags": list(u.flags)} for u in units],
+            "flags": list(toolchain.flags), "units": [{"name": u.name, "flags": list(u.all_flags)} for u in units],
             "nupp": version.__version__, "sha256": _sha256(library),
         }, indent=1).encode())
     return library
@@ -146,7 +165,7 @@ def _compile(units: Sequence[Unit], toolchain: Toolchain, folder: Path, library:
     with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as tmp:
         failure = _build_in(Path(tmp), units, toolchain)
         if failure is not None:
-            _check_compiler_works(toolchain, Path(tmp))
+            _check_compiler_works(toolchain, Path(tmp), units)
             raise _nupp_bug(failure, units, toolchain, folder, label)
         out = Path(tmp) / "library.so"
         os.chmod(out, PRIVATE_MODE)
@@ -162,25 +181,39 @@ def _build_in(folder: Path, units: Sequence[Unit], toolchain: Toolchain) -> tupl
         c_file = folder / f"{unit.name}.c"
         c_file.write_text(unit.source)
         objects.append(str(c_file.with_suffix(".o")))
-        compiles.append([toolchain.path, *toolchain.flags, *unit.flags, "-c", "-o", objects[-1],
+        compiles.append([toolchain.path, *toolchain.flags, *unit.all_flags, "-c", "-o", objects[-1],
                          "-x", "c", str(c_file)])
     for unit, (returncode, stderr) in zip(units, _run_all(compiles)):
         if returncode != 0:
             return unit, stderr
-    ((returncode, stderr),) = _run_all([[toolchain.path, *toolchain.flags, "-shared",
+    openmp = OPENMP_LINK_FLAGS if any(u.uses_openmp for u in units) else ()
+    ((returncode, stderr),) = _run_all([[toolchain.path, *toolchain.flags, *openmp, "-shared",
                                          "-o", str(folder / "library.so"), *objects, "-lm"]])
     return None if returncode == 0 else (None, stderr)
 
 
 PROBE = Unit("probe", "int nupp_probe(void) { return 0; }\n")
+OPENMP_PROBE = Unit("openmp_probe", "void nupp_probe(int *p, int n)\n{\n"
+                                    f"{OPENMP_PRAGMA}parallel for num_threads(2)\n"
+                                    "    for (int i = 0; i < n; ++i) p[i] = i;\n}\n")
 
 
-def _check_compiler_works(toolchain: Toolchain, folder: Path) -> None:
-    """NuppEnvironmentError if the compiler cannot build even a trivial library with nupp's flags."""
-    probe = folder / "probe"
-    probe.mkdir()
-    failure = _build_in(probe, (PROBE,), toolchain)
-    if failure is not None:
+def _check_compiler_works(toolchain: Toolchain, folder: Path, units: Sequence[Unit]) -> None:
+    """NuppEnvironmentError if the compiler cannot build even a trivial library with nupp's
+    flags, or, where `units` need OpenMP, a trivial OpenMP one (Clang needs libomp-dev)."""
+    for probe in (PROBE, OPENMP_PROBE):
+        if probe.uses_openmp and not any(u.uses_openmp for u in units):
+            continue
+        (folder / probe.name).mkdir()
+        failure = _build_in(folder / probe.name, (probe,), toolchain)
+        if failure is None:
+            continue
+        if probe.uses_openmp:
+            raise NuppEnvironmentError(
+                f"the C compiler '{toolchain.path}' cannot build OpenMP code ({' '.join(OPENMP_FLAGS)}), which "
+                "lane C's threaded loops use: install its OpenMP runtime (Clang's is the Debian package "
+                "libomp-dev; GCC's libgomp comes with gcc), or use gcc (--cc gcc, or cc= of nupp.load)"
+                + _quoted(failure[1]))
         raise NuppEnvironmentError(
             f"the C compiler '{toolchain.path}' cannot build a shared library from C with nupp's flags "
             f"({' '.join(toolchain.flags)}); {PICK_A_COMPILER}" + _quoted(failure[1]))

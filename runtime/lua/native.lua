@@ -9,10 +9,17 @@
 -- pointer and length), the C function runs, and a nonzero status raises the
 -- same text the interpreter raises (errors[status]).  No Python frame is on
 -- this path: LuaJIT calls the library through its FFI.
+--
+-- Threads: a library whose span loops may run on threads exports SET_THREADS
+-- (emit_c/lane_threads.py); a bound function of it calls that first, with
+-- native.threads and native.thread_min (the host sets them: runtime/threads.py),
+-- so one library serves every count, each LuaJIT state with its own.
 local boundary = ...
 local ffi = require("ffi")
 
 local native = {}
+native.threads, native.thread_min = 1, 0
+local SET_THREADS = "nu_set_threads"
 local declared = {} -- cdef text -> true: ffi.cdef refuses a second declaration
 -- path -> library.  LuaJIT unloads a library when its handle is collected,
 -- which would leave every bound function pointing into unmapped code: the
@@ -68,12 +75,24 @@ local function with_devices(lib, devices)
     return setmetatable(functions, { __index = function(_, symbol) return lib[symbol] end })
 end
 
+-- The library's thread-count setter, or nil when no loop of it runs on threads.
+local setters = {} -- path -> setter, or false
+local function threads_setter(path, lib)
+    if setters[path] == nil then
+        declare("void " .. SET_THREADS .. "(int32_t count, int64_t min_iterations);")
+        local ok, setter = pcall(function() return lib[SET_THREADS] end)
+        setters[path] = ok and setter or false
+    end
+    return setters[path] or nil
+end
+
 function native.load(path, cdef, errors, devices)
     declare(cdef)
     local lib = library(path)
+    local set_threads = threads_setter(path, lib)
     devices = devices or {}
     if next(devices) ~= nil then lib = with_devices(lib, devices) end
-    return { lib = lib, errors = errors, path = path, cdef = cdef, devices = devices }
+    return { lib = lib, errors = errors, path = path, cdef = cdef, devices = devices, set_threads = set_threads }
 end
 
 -- native.cpu_tier(path, cdef, symbol): a tiered lane library's own answer to
@@ -91,15 +110,17 @@ function native.cpu_tier(path, cdef, symbol)
 end
 
 -- The call of a C function of `arity` arguments plus the result pointer,
--- written out so that no vararg (and no table) sits on the hot path.
-local function caller(arity, has_result)
+-- written out so that no vararg (and no table) sits on the hot path; first
+-- the library's thread count, where it has loops that run on threads.
+local function caller(arity, has_result, threaded)
     local args = {}
     for i = 1, arity do args[i] = "a" .. i end
     local list = table.concat(args, ", ")
     local call_args = has_result and (arity > 0 and list .. ", out" or "out") or list
     local source = table.concat({
-        "local fn, out, errors = ...",
+        "local fn, out, errors, set_threads, threads, thread_min = ...",
         "return function(" .. list .. ")",
+        threaded and "    set_threads(threads, thread_min)" or "",
         "    local status = fn(" .. call_args .. ")",
         "    if status ~= 0 then error(errors[status], 0) end",
         has_result and "    local r = out[0] return r" or "",
@@ -119,7 +140,8 @@ end
 -- A C function of a loaded library behind the boundary, as Nupp code calls it.
 local function wrap(module, symbol, fn_info)
     local out = fn_info.result_ctype and ffi.new(fn_info.result_ctype .. "[1]") or nil
-    local call = caller(abi_arity(fn_info.params), out ~= nil)(module.lib[symbol], out, module.errors)
+    local call = caller(abi_arity(fn_info.params), out ~= nil, module.set_threads ~= nil)(
+        module.lib[symbol], out, module.errors, module.set_threads, native.threads, native.thread_min)
     local opts = { spans_as_pointers = true }
     for k, v in pairs(fn_info.options or {}) do opts[k] = v end
     return boundary.wrap(call, fn_info.name, fn_info.params, fn_info.result, opts)
@@ -140,13 +162,13 @@ end
 -- native.binding_of(f): how the bound function f calls its library, for a
 -- host that calls it without LuaJIT (runtime/fast_call.py): the library's
 -- path, its cdef, f's C symbol and the error texts its statuses name
--- (errors[status]); nil for a function a device runs (spirv mode) or one
--- not bound here.
+-- (errors[status]), and its library's thread-count setter (nil: none); nil
+-- for a function a device runs (spirv mode) or one not bound here.
 function native.binding_of(f)
     local binding = bindings[f]
     if binding == nil or binding.module.devices[binding.symbol] ~= nil then return nil end
     local module = binding.module
-    return module.path, module.cdef, binding.symbol, module.errors
+    return module.path, module.cdef, binding.symbol, module.errors, module.set_threads and SET_THREADS or nil
 end
 
 -- native.more_executions(hex of a library's path): set by the host

@@ -1,0 +1,91 @@
+"""How many threads lane C's span loops run on: a setting of the run, never part of the compiled code.
+
+    setting = thread_setting(threads)    # threads=None: NUPP_THREADS, else 1
+    setting.count, setting.min_iterations
+
+A library with a loop that may run on threads (emit_c/lane_threads.py)
+exports `nu_set_threads(count, min_iterations)`, and whoever calls its
+functions sets them first, on the calling thread: the Lua binding
+(runtime/lua/native.lua, from what the host sets, runtime/host.py) and
+Python's fast calls (runtime/fast_call.c).  So the count is not in the C,
+the compile cache key or the module cache's (runtime/module_cache.py leaves
+RUN_TIME_VARIABLES out), and one library serves every count, even two
+`nupp.load`s of one module in one process with different counts.
+
+The count comes from `nupp run --threads N`, `nupp.load(..., threads=N)`,
+else NUPP_THREADS, else 1.  A loop whose whole gangs hold fewer than
+`min_iterations` iterations stays on the calling thread (NUPP_THREADS_MIN,
+else MIN_ITERATIONS): handing a loop to threads and waiting for them costs
+more than a short loop saves.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from nupp.paths import NuppEnvironmentError
+
+THREADS_VARIABLE = "NUPP_THREADS"
+MIN_VARIABLE = "NUPP_THREADS_MIN"
+RUN_TIME_VARIABLES = (THREADS_VARIABLE, MIN_VARIABLE)  # not part of any compiled module's key
+MAX_THREADS = 1024
+
+# Measured on this 2-core machine (bench/thread_speed.py --crossover): a parallel region of 2 threads
+# costs about 10-15 us (GCC's libgomp, threads warm); the cheapest iterations (simd's streaming update,
+# 16 lanes at v4) about 0.3 ns each, mandelbrot's ~20 ns.  At 2^15 iterations two threads start to
+# win on the streaming kernels too; below that they lose (and on mandelbrot the loss is small).
+MIN_ITERATIONS = 1 << 15
+
+
+@dataclass(frozen=True)
+class ThreadSetting:
+    count: int = 1
+    min_iterations: int = MIN_ITERATIONS
+
+
+COUNT_WANTED = f"a whole number from 1 to {MAX_THREADS}"
+
+
+def thread_setting(threads: int | None = None) -> ThreadSetting:
+    """The setting of a run: `threads` (checked by the caller: check_count), else
+    NUPP_THREADS, else 1; NUPP_THREADS_MIN, else MIN_ITERATIONS.  A variable that
+    is not a number in range raises NuppEnvironmentError."""
+    count = threads if threads is not None else _variable(THREADS_VARIABLE, 1, 1, MAX_THREADS, COUNT_WANTED)
+    minimum = _variable(MIN_VARIABLE, MIN_ITERATIONS, 0, 2**62, "a whole number of at least 0")
+    return ThreadSetting(count, minimum)
+
+
+def check_count(count: int, where: str) -> int:
+    """`count` if it is a thread count in range, else ValueError (naming `where` it came from)."""
+    if not 1 <= count <= MAX_THREADS:
+        raise ValueError(f"{where} must be {COUNT_WANTED}, not {count}")
+    return count
+
+
+def parse_count(text: str, where: str) -> int:
+    """A thread count written as text (`--threads`), else ValueError."""
+    value = _whole(text, 1, MAX_THREADS)
+    if value is None:
+        raise ValueError(f"{where} must be {COUNT_WANTED}, not '{text}'")
+    return value
+
+
+def _variable(name: str, default: int, low: int, high: int, wanted: str) -> int:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    value = _whole(text, low, high)
+    if value is None:
+        raise NuppEnvironmentError(f"the environment variable {name} must be {wanted}, not '{text}'; "
+                                   "set it so or unset it")
+    return value
+
+
+def _whole(text: str, low: int, high: int) -> int | None:
+    """The decimal number `text` if it is one in [low, high], else None."""
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        return None
+    return value if low <= value <= high else None
