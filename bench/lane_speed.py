@@ -49,6 +49,7 @@ from bench.peers.hand_c import NATIVE, Library, compile_library, hand_scalar, ha
 
 BENCH_KERNELS = tuple(WORKLOADS)
 DEFAULT_SIZES = (100_000, 10_000_000)
+LANE_GANGS = GANG_SIZES  # the lane C pinned at each of them, at each tier
 ROOF_SIZE = 10_000_000  # from here on the arrays are far beyond the caches: the memory roof is printed
 PLOT_SIZES = tuple(10 ** k for k in range(2, 8))
 DEFAULT = "default"  # the execution `--aot on` picks: the best tier at its own gang
@@ -58,6 +59,7 @@ HAND_PEER = "hand C -O3 native"
 HAND_SCALAR = {HAND_PEER: NATIVE, "hand C -O2": ("-O2",)}
 COPY = "stream copy"
 COPY_BYTES = 128 << 20  # each buffer: four times the largest L3 of the machines this ran on
+COPY_MOVES = 3  # bytes per byte copied: read, the target's line read before the store fills it, written back
 MIN_SAMPLE_ELEMENTS = 200_000  # a timed sample repeats a short call until it covers this many elements
 
 
@@ -83,7 +85,7 @@ GROUPS: dict[str, tuple[Callable[[str], bool], Callable]] = {
     "the best lane C at v4": (lambda label: _is_lane(label) and label.endswith("-v4"), max),
     "the best lane C at v3": (lambda label: _is_lane(label) and label.endswith("-v3"), max),
 }
-SAME_GANG_SIMD = "the hand SIMD C at the default's gang"
+SAME_GANG_SIMD = "the best hand SIMD C at the default's gang"
 
 EVERY_KERNEL = (
     Goal(DEFAULT, NUMBA, 1.0, "issue 15 item 0"),
@@ -108,7 +110,6 @@ ROOF_FRACTION = 0.8  # issue 15 item 7: the lane C reaches at least 80% of the m
 class Contenders:
     """Everything `nupp bench` runs, loaded and compiled once; the arrays come per size."""
 
-    cc: str
     hands: dict[str, Library]  # the C peers by label
     copy: Library | None  # the stream copy of the memory roof
     numba: bool
@@ -126,7 +127,7 @@ def run_benchmark(sizes=DEFAULT_SIZES, repeats: int = 5, kernels=BENCH_KERNELS, 
                   plot: str | None = None) -> None:
     if plot:
         _require_matplotlib()
-    contenders = _contenders(cc)
+    contenders = _contenders()
     best = _best_tier(cc)
     print(f"nupp against its peers: median of {repeats} interleaved rounds, million elements / s")
     print(f"CPU: {_cpu_model()}; it runs tiers {', '.join(TIER_NAMES[:best + 1])}; nupp's C by {cc}; "
@@ -142,7 +143,7 @@ def run_benchmark(sizes=DEFAULT_SIZES, repeats: int = 5, kernels=BENCH_KERNELS, 
         _plot(plot, kernels, loaded, contenders, repeats)
 
 
-def _contenders(cc: str) -> Contenders:
+def _contenders() -> Contenders:
     hands = hand_simd_libraries()
     hands.update({label: hand_scalar(flags) for label, flags in HAND_SCALAR.items()})
     numba = importlib.util.find_spec("numba") is not None
@@ -150,7 +151,7 @@ def _contenders(cc: str) -> Contenders:
         print("(no Numba here: install nupp's bench extra, pip install -e '.[bench]')")
     copy = Library(*compile_library("stream_copy.c", "gcc", (*NATIVE, "-fno-tree-loop-distribute-patterns"),
                                     "void stream_copy(void *dst, const void *src, int64_t n);"), "")
-    return Contenders(cc, hands, copy, numba)
+    return Contenders(hands, copy, numba)
 
 
 def _best_tier(cc: str) -> int:
@@ -166,7 +167,7 @@ def _nupp_modules(workload: Workload, cc: str, best: int) -> tuple[dict, str]:
     label = f"{DEFAULT} {default.execution}"
     modules = {SCALAR: nupp.load(workload.path, mode="scalar", cc=cc), label: default}
     for tier in TIERS[:best + 1]:
-        for gang in GANG_SIZES:
+        for gang in LANE_GANGS:
             modules[f"lane{gang}-{tier.name}"] = nupp.load(workload.path, mode="lane", cc=cc, gang=gang,
                                                            tier=tier.name)
     for kind, device_runner in _device_runners().items():
@@ -205,9 +206,9 @@ def _bench_kernel(name: str, size: int, repeats: int, contenders: Contenders, mo
     seconds = _median_rounds(calls, repeats)
     copy_seconds = seconds.pop(COPY, None)
     rates = {label: n / s / 1e6 for label, s in seconds.items()}
-    _print_kernel(name, n, rates, default, contenders.cc)
+    _print_kernel(name, n, rates, default)
     if roof:
-        _print_roof(workload, arrays, rates[default], default, 2 * COPY_BYTES / copy_seconds)
+        _print_roof(arrays, rates[default], default, COPY_MOVES * COPY_BYTES / copy_seconds)
 
 
 def _median_rounds(calls: dict[str, Callable[[], object]], repeats: int, batch: int = 1) -> dict[str, float]:
@@ -228,8 +229,8 @@ def _median_rounds(calls: dict[str, Callable[[], object]], repeats: int, batch: 
     return {label: statistics.median(ts) for label, ts in times.items()}
 
 
-def _print_kernel(name: str, n: int, rates: dict[str, float], default: str, cc: str) -> None:
-    best_simd = _resolve("the best hand SIMD C", rates, default, cc)
+def _print_kernel(name: str, n: int, rates: dict[str, float], default: str) -> None:
+    best_simd = _resolve("the best hand SIMD C", rates, default)
     peers = [(SCALAR, SCALAR), (NUMBA, NUMBA), (best_simd, "best SIMD")]
     peers = [(label, heading) for label, heading in peers if label in rates]
     print(f"\n{name}, {n} elements (million elements / s)")
@@ -237,24 +238,26 @@ def _print_kernel(name: str, n: int, rates: dict[str, float], default: str, cc: 
     for label, rate in rates.items():
         print(f"  {label:<26} {rate:>9.1f}" + "".join(f" {rate / rates[peer]:>10.2f}x" for peer, _ in peers))
     for goal in EVERY_KERNEL + GOALS[name]:
-        print("  goal: " + _judge(goal, rates, default, cc))
+        print("  goal: " + _judge(goal, rates, default))
 
 
-def _resolve(name: str, rates: dict[str, float], default: str, cc: str) -> str | None:
+def _resolve(name: str, rates: dict[str, float], default: str) -> str | None:
     """The execution a goal's name stands for, among those measured; None if none was."""
     if name == DEFAULT:
         return default
     if name == SAME_GANG_SIMD:
-        name = f"hand SIMD{max(_gangs(default), default=0)} {cc}"
-    if name in GROUPS:
+        prefix = f"hand SIMD{max(_gangs(default), default=0)} "
+        member, pick = (lambda label: label.startswith(prefix)), max
+    elif name in GROUPS:
         member, pick = GROUPS[name]
-        members = [label for label in rates if member(label)]
-        return pick(members, key=rates.__getitem__) if members else None
-    return name if name in rates else None
+    else:
+        return name if name in rates else None
+    members = [label for label in rates if member(label)]
+    return pick(members, key=rates.__getitem__) if members else None
 
 
-def _judge(goal: Goal, rates: dict[str, float], default: str, cc: str) -> str:
-    execution, peer = (_resolve(name, rates, default, cc) for name in (goal.execution, goal.peer))
+def _judge(goal: Goal, rates: dict[str, float], default: str) -> str:
+    execution, peer = (_resolve(name, rates, default) for name in (goal.execution, goal.peer))
     claim = f"{goal.execution} >= {goal.factor:g}x {goal.peer} ({goal.source})"
     if execution is None or peer is None:
         return f"{claim}: not measured here"
@@ -264,12 +267,13 @@ def _judge(goal: Goal, rates: dict[str, float], default: str, cc: str) -> str:
     return f"{claim}: {ratio:.2f}x{f' ({names})' if names else ''}, {'met' if ratio >= goal.factor else 'MISSED'}"
 
 
-def _print_roof(workload: Workload, arrays, rate: float, default: str, bandwidth: float) -> None:
-    moved = workload.bytes_moved(arrays)
+def _print_roof(arrays, rate: float, default: str, bandwidth: float) -> None:
+    moved = Workload.bytes_moved(arrays)
     roof = bandwidth / moved / 1e6
     fraction = rate / roof
-    print(f"  memory roof: {moved} bytes moved per element (reads + writes of its spans) x {bandwidth / 1e9:.1f} "
-          f"GB/s ({COPY}, measured in these rounds) = {roof:.0f} M elements/s")
+    print(f"  memory roof: {bandwidth / 1e9:.1f} GB/s ({COPY} in these rounds, {COPY_MOVES} bytes per 8 copied) / "
+          f"{moved} bytes per element = {roof:.0f} M elements/s (bytes: each span's element read, the output's "
+          f"written back after its line is read)")
     print(f"  goal: {default} >= {ROOF_FRACTION:.0%} of the memory roof (issue 15 item 7): {fraction:.0%}, "
           f"{'met' if fraction >= ROOF_FRACTION else 'MISSED'}")
 

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import cffi
@@ -45,8 +44,12 @@ class Library:
 
     def call(self, function: str, arrays, extra=()):
         """A call of `function` on NumPy `arrays` (the first one's length is n) and its `extra` arguments."""
+        kernel = getattr(self.lib, self.prefix + function)
         pointers = [self.ffi.cast("void *", array.ctypes.data) for array in arrays]
-        return partial(getattr(self.lib, self.prefix + function), *pointers, len(arrays[0]), *extra)
+
+        def run():  # reads `arrays`, so keeps them alive while the call is
+            return kernel(*pointers, len(arrays[0]), *extra)
+        return run
 
 
 def compile_library(source: str, cc: str, flags: tuple[str, ...], cdef: str) -> tuple[cffi.FFI, object]:
