@@ -27,11 +27,8 @@ chart of throughput against span size from 10^2 to 10^7.
 from __future__ import annotations
 
 import importlib.util
-import random
 import re
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +41,7 @@ from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.tiers import TIER_NAMES, TIERS
 
 # bench/ is not installed: these run from the checkout's root
-from bench.native_speed import KERNELS, WORKLOADS, Workload, load_times
+from bench.native_speed import KERNELS, WORKLOADS, Workload, interleaved_medians, load_times
 from bench.peers.hand_c import NATIVE, Library, compile_library, hand_scalar, hand_simd_libraries
 
 BENCH_KERNELS = tuple(WORKLOADS)
@@ -60,7 +57,6 @@ HAND_SCALAR = {HAND_PEER: NATIVE, "hand C -O2": ("-O2",)}
 COPY = "stream copy"
 COPY_BYTES = 128 << 20  # each buffer: four times the largest L3 of the machines this ran on
 COPY_MOVES = 3  # bytes per byte copied: read, the target's line read before the store fills it, written back
-MIN_SAMPLE_ELEMENTS = 200_000  # a timed sample repeats a short call until it covers this many elements
 
 
 @dataclass(frozen=True)
@@ -203,30 +199,12 @@ def _bench_kernel(name: str, size: int, repeats: int, contenders: Contenders, mo
         source = np.ones(COPY_BYTES // 8)
         target = np.empty_like(source)
         calls[COPY] = contenders.copy.call("stream_copy", (target, source))
-    seconds = _median_rounds(calls, repeats)
+    seconds = interleaved_medians(calls, repeats)
     copy_seconds = seconds.pop(COPY, None)
     rates = {label: n / s / 1e6 for label, s in seconds.items()}
     _print_kernel(name, n, rates, default)
     if roof:
         _print_roof(arrays, rates[default], default, COPY_MOVES * COPY_BYTES / copy_seconds)
-
-
-def _median_rounds(calls: dict[str, Callable[[], object]], repeats: int, batch: int = 1) -> dict[str, float]:
-    """Seconds per call of each execution: a warm-up call each, then `repeats` rounds in which each
-    execution runs once (a sample of `batch` calls in a row), in an order shuffled per round: the
-    call after a slow one ran up to 15% slower here (tecsbits' lane C after scalar C, 10^5)."""
-    for run in calls.values():
-        run()
-    times: dict[str, list[float]] = {label: [] for label in calls}
-    order = random.Random(1)
-    for _ in range(repeats):
-        for label in order.sample(list(calls), len(calls)):
-            run = calls[label]
-            t0 = time.perf_counter()
-            for _ in range(batch):
-                run()
-            times[label].append((time.perf_counter() - t0) / batch)
-    return {label: statistics.median(ts) for label, ts in times.items()}
 
 
 def _print_kernel(name: str, n: int, rates: dict[str, float], default: str) -> None:
@@ -292,7 +270,7 @@ def _print_short_spans(kernels, loaded, repeats: int) -> None:
         for length in range(1, 3 * gang + 1):
             window = tuple(array[middle:middle + length] for array in arrays)
             calls = {label: workload.nupp_call(modules[label], window) for label in (SCALAR, default)}
-            seconds = _median_rounds(calls, repeats, batch=max(1, 2000 // length))
+            seconds = interleaved_medians(calls, repeats)
             ratios.append(seconds[SCALAR] / seconds[default])
             if length in (1, 3 * gang):
                 nanoseconds[length] = {label: s * 1e9 for label, s in seconds.items()}
@@ -350,7 +328,7 @@ def _sweep(name: str, nupp_modules, contenders: Contenders, repeats: int) -> dic
         arrays = workload.build(modules[SCALAR], size, np.random.default_rng(7))
         n = len(arrays[0])
         calls = contenders.executions(workload, {SCALAR: modules[SCALAR], default: modules[default]}, arrays)
-        seconds = _median_rounds(calls, repeats, batch=max(1, MIN_SAMPLE_ELEMENTS // n))
+        seconds = interleaved_medians(calls, repeats)
         rates = {label: n / s / 1e6 for label, s in seconds.items()}
         series[SCALAR].append(rates.pop(SCALAR))
         series[f"default ({default})"].append(rates.pop(default))

@@ -1,12 +1,12 @@
 """Benchmark (not a test): native execution against its peers, side by side in one run.
 
-    .venv/bin/python bench/native_speed.py [--size N] [--calls N]
+    .venv/bin/python -m bench.native_speed [--size N] [--calls N] [--repeats N]   (from the checkout's root)
 
 1. Per-call cost of a trivial @aot function called from a LuaJIT loop (through
    the host boundary) against a plain LuaJIT FFI call of the same C function.
 2. Throughput of each BENCH kernel: the interpreter (LuaJIT), nupp's scalar C,
    and the same kernel written by hand in C (bench/handwritten/kernels.c) at
-   -O2, all on the same NumPy arrays, median of repeated runs.
+   -O2, all on the same NumPy arrays, median of interleaved rounds.
 3. Cold compile-and-load time of one module (empty cache) and a cache hit.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -158,27 +159,44 @@ WORKLOADS = {
 }
 
 
-def median_seconds(run, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
+MIN_SAMPLE_SECONDS = 0.002  # a timed sample repeats a short call until it takes about this long
+
+
+def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Seconds per call of each execution, side by side: a warm-up call each (which sizes its sample: a
+    short call repeats until a sample takes MIN_SAMPLE_SECONDS), then `repeats` rounds in which each
+    execution takes one sample, in an order shuffled per round (here the call after a slow one ran up
+    to 15% slower: tecsbits' lane C after scalar C at 10^5), and the median sample.  A drift of the
+    clock, or another process taking the cores for a while, touches every execution alike."""
+    batch = {}
+    for label, run in calls.items():
         t0 = time.perf_counter()
         run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        batch[label] = max(1, int(MIN_SAMPLE_SECONDS / max(time.perf_counter() - t0, 1e-7)))
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    order = random.Random(1)
+    for _ in range(repeats):
+        for label in order.sample(list(calls), len(calls)):
+            run, count = calls[label], batch[label]
+            t0 = time.perf_counter()
+            for _ in range(count):
+                run()
+            samples[label].append((time.perf_counter() - t0) / count)
+    return {label: statistics.median(times) for label, times in samples.items()}
 
 
 def throughput(size: int, repeats: int) -> None:
     hand = hand_scalar()
     rng = np.random.default_rng(7)
-    print(f"\nkernel throughput, {size} elements, median of {repeats} (million elements / s)")
+    print(f"\nkernel throughput, {size} elements, median of {repeats} interleaved rounds (million elements / s)")
     print(f"{'kernel':<12} {'interp':>9} {'scalar C':>9} {'hand C -O2':>11} {'C/interp':>9} {'C/hand':>7}")
     for name, workload in WORKLOADS.items():
         interp = nupp.load(workload.path, mode="interp")
         scalar = nupp.load(workload.path, mode="scalar")
         arrays = workload.build(scalar, size, rng)
         n = len(arrays[0])
-        rates = [n / median_seconds(workload.nupp_call(m, arrays), repeats) / 1e6 for m in (interp, scalar)]
-        rates.append(n / median_seconds(workload.c_call(hand, arrays), repeats) / 1e6)
+        calls = [workload.nupp_call(interp, arrays), workload.nupp_call(scalar, arrays), workload.c_call(hand, arrays)]
+        rates = [n / s / 1e6 for s in interleaved_medians(dict(enumerate(calls)), repeats).values()]
         print(f"{name:<12} {rates[0]:>9.1f} {rates[1]:>9.1f} {rates[2]:>11.1f} "
               f"{rates[1] / rates[0]:>8.1f}x {rates[1] / rates[2]:>6.2f}x")
 
