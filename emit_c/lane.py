@@ -281,7 +281,7 @@ def vector_name(element: str, lanes: int) -> str:
     return f"nu_{SHORT[element]}x{lanes}"
 
 
-class _LaneFunctionEmitter(LaneMemory, FunctionEmitter):
+class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
     def __init__(self, mod: ModuleContext, fn: ir.Function, preamble: LanePreamble):
         super().__init__(mod, fn)
         self.preamble = preamble
