@@ -174,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--cc", default="gcc", help="the C compiler for nupp's code (gcc or clang)")
     bench.add_argument("--plot", default=None, metavar="FILE.png",
                        help="also draw throughput against span size (10^2 to 10^7) per kernel (matplotlib)")
+    bench.add_argument("--threads", type=_thread_count, default=None, metavar="N",
+                       help="instead: the default lane C on N threads against one thread (bench/thread_speed.py)")
 
     cross = sub.add_parser("crosscheck", help="check lane C against scalar C in standalone C programs",
                            description="For each module with @aot functions, build one C program (its scalar "
@@ -495,6 +497,8 @@ def write_kernels(device, out: Path) -> list[str]:
 def cmd_bench(args) -> int:
     bench = _checkout_bench("lane_speed")
     unknown = [k for k in args.kernels or () if k not in bench.BENCH_KERNELS]
+    if args.threads:
+        return _bench_threads(args)
     if unknown:
         raise _UsageError(f"no kernel named {', '.join(unknown)} (kernels: {', '.join(bench.BENCH_KERNELS)})")
     bench.run_benchmark(sizes=args.size or bench.DEFAULT_SIZES, repeats=args.repeats,
@@ -504,6 +508,16 @@ def cmd_bench(args) -> int:
 
 def _checkout_bench(name: str):
     """The module bench/NAME.py of the source checkout nupp runs from.  bench/ is
+def _bench_threads(args) -> int:
+    bench = _checkout_bench("thread_speed")
+    unknown = sorted(set(args.kernels or ()) - set(bench.BENCH_KERNELS))
+    if unknown:
+        raise _UsageError(f"no kernel named {', '.join(unknown)} (kernels: {', '.join(bench.BENCH_KERNELS)})")
+    bench.run_benchmark(threads=args.threads, sizes=args.size or bench.DEFAULT_SIZES, repeats=args.repeats,
+                        kernels=args.kernels or bench.BENCH_KERNELS, cc=args.cc)
+    return EXIT_OK
+
+
     not installed: it sits beside the stage directories (runtime/, ...) in a
     checkout, which the editable install runs in place, and nowhere in a wheel."""
     root = Path(__file__).resolve().parent.parent
