@@ -1,37 +1,67 @@
-"""Gang sizing: the step after the lane rewrite that gives every Gang the size a target runs.
+"""Gang sizing: the step after the lane rewrite that gives each Gang the shape a target runs.
 
-    size_gangs(lane_module, 8) -> the same lane IR, every Gang of size 8
+    size_gangs(lane_module, 8)            -> the same lane IR, every Gang of size 8
+    shape_gangs(lane_module, shape_of)    -> each Gang shaped by shape_of(function, gang),
+                                             a GangShape (size, vector_bits)
 
 The rewrite decides which loops run in gangs without knowing G (the
-decisions and masks are the same at every size); a target picks G (a feature
-tier's vector register, or a size the user pins) and emitters read it from
-each Gang.  Sizing is cheap, so lane IR is made once per module and sized
-once per gang.
+decisions and masks are the same at every size); a target picks each loop's
+shape (targets/gang_choice.py: a cost model per feature tier, or the size a
+user pins) and emitters read it from each Gang.  Sizing is cheap, so lane IR
+is made once per module and shaped once per target.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
 
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.lanes import GANG_SIZES
+from nupp.scalar_ir.lanes import GANG_SIZES, VECTOR_BITS
+
+
+@dataclass(frozen=True)
+class GangShape:
+    """How one loop runs in gangs: `size` iterations per gang, its varying
+    values in vectors of at most `vector_bits` bits (None: the target's widest
+    register), several per gang where the gang needs more."""
+
+    size: int
+    vector_bits: Optional[int] = None
+
+    def __post_init__(self):
+        if self.size not in GANG_SIZES:
+            raise ValueError(f"gang must be one of {', '.join(map(str, GANG_SIZES))}, not {self.size}")
+        if self.vector_bits is not None and self.vector_bits not in VECTOR_BITS:
+            raise ValueError(f"vector width must be one of {', '.join(map(str, VECTOR_BITS))}, "
+                             f"not {self.vector_bits}")
+
+
+# What a target says for one loop: its shape.
+ShapeOf = Callable[[ir.Function, ir.Gang], GangShape]
 
 
 def size_gangs(module: ir.Module, gang: int) -> ir.Module:
-    """`module` with every Gang of size `gang` (one of GANG_SIZES)."""
-    if gang not in GANG_SIZES:
-        raise ValueError(f"gang must be one of {', '.join(map(str, GANG_SIZES))}, not {gang}")
-    return replace(module, functions=tuple(replace(fn, body=_sized(fn.body, gang)) for fn in module.functions))
+    """`module` with every Gang of size `gang` (one of GANG_SIZES), in the target's widest registers."""
+    shape = GangShape(gang)
+    return shape_gangs(module, lambda fn, g: shape)
 
 
-def _sized(body: tuple, gang: int) -> tuple:
+def shape_gangs(module: ir.Module, shape_of: ShapeOf) -> ir.Module:
+    """`module` with each Gang shaped as `shape_of` says."""
+    return replace(module, functions=tuple(replace(fn, body=_shaped(fn, fn.body, shape_of))
+                                           for fn in module.functions))
+
+
+def _shaped(fn: ir.Function, body: tuple, shape_of: ShapeOf) -> tuple:
     out = []
     for s in body:
         if isinstance(s, ir.Gang):
-            s = replace(s, size=gang)
+            shape = shape_of(fn, s)
+            s = replace(s, size=shape.size, vector_bits=shape.vector_bits)
         elif isinstance(s, ir.If):
-            s = replace(s, then=_sized(s.then, gang), orelse=_sized(s.orelse, gang))
+            s = replace(s, then=_shaped(fn, s.then, shape_of), orelse=_shaped(fn, s.orelse, shape_of))
         elif isinstance(s, (ir.For, ir.While)):
-            s = replace(s, body=_sized(s.body, gang))
+            s = replace(s, body=_shaped(fn, s.body, shape_of))
         out.append(s)
     return tuple(out)

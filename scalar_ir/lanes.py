@@ -2,6 +2,7 @@
 (which applies them) and the verifier (which checks a Gang against them).
 
     GANG_SIZES                       the gang sizes an emitter runs
+    VECTOR_BITS                      the vector widths a gang's values may be capped at
     is_varying(e, varying)           does an expression differ between lanes
     mark_masks(body, varying)        which If / While / For run under a mask
     gang_refusal(fn, loop, varying)  why a span loop cannot run in gangs, or None
@@ -36,6 +37,7 @@ from nupp.scalar_ir.varying import LoopPlan, outer_assigned, outer_read_after, r
 from nupp.scalar_ir.walk import blocks, fails_itself, own_exprs, raises, statements, subexprs
 
 GANG_SIZES = (4, 8, 16, 32)
+VECTOR_BITS = (128, 256, 512)  # SSE / AVX / AVX-512 registers (Gang.vector_bits)
 
 
 def mark_masks(body, varying) -> tuple:

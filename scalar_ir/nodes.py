@@ -208,9 +208,11 @@ class Gang:
     iterations, lane k of a gang doing iteration base + k, exactly as the
     scalar loop would; the n mod size iterations left over run as the scalar
     loop.  The rewrite leaves `size` None; the sizing step
-    (lane_rewrite/gang_size.py) sets it for a target, and emitters read it.  `varying` names the locals holding one value per lane (the
-    counter, locals set from loads or under masked control); every other
-    local read in the body is uniform, one value for the whole gang."""
+    (lane_rewrite/gang_size.py) sets it, and `vector_bits`, per loop for a
+    target, and emitters read both.  `varying` names the locals holding one
+    value per lane (the counter, locals set from loads or under masked
+    control); every other local read in the body is uniform, one value for
+    the whole gang."""
 
     var: str
     start: Expr
@@ -222,6 +224,10 @@ class Gang:
     # outside locals accumulated with an exact op, (name, op) sorted: each lane
     # accumulates its own, combined into the local after the gangs
     reductions: tuple[tuple[str, str], ...] = ()
+    # the widest vector lane C may hold a varying value of this gang in, in bits
+    # (one of VECTOR_BITS; None: the target's widest register): a gang whose
+    # values need more runs as several vectors of this width
+    vector_bits: Optional[int] = None
 
     def scalar_loop(self) -> "For":
         """The loop this gang came from (its tail runs it), masks dropped."""

@@ -39,8 +39,9 @@ Grammar (whitespace and newlines separate tokens and are otherwise free;
              | IF expr block (ELIF expr block)* ['else' '{' stmt* '}'] [switch]
              | FOR VAR '=' expr 'to' expr 'step' INT block        the counter is i32
              | WHILE expr block
-             | 'gang' INT VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')'
+             | 'gang' [INT ['vector' INT]] VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')'
                ['reduce' '(' VAR ':' OPNAME (',' VAR ':' OPNAME)* ')'] block
+                                     gang size, and the widest vector in bits (Gang.vector_bits)
              | 'break' [LOC]
              | 'return' [expr] [LOC]
              | 'assert' expr ',' STRING [LOC]
@@ -214,6 +215,7 @@ def _stmt(out: _Lines, s, level: int) -> None:
         reduce = ", ".join(f"%{name}: {op}" for name, op in s.reductions)
         reduce = f" reduce({reduce})" if s.reductions else ""
         size = "" if s.size is None else f"{s.size} "
+        size += "" if s.vector_bits is None else f"vector {s.vector_bits} "
         head = (f"gang {size}%{s.var} = {print_expr(s.start)} to {print_expr(s.stop)} "
                 f"varying({varying}){reduce} {{")
         _braced(out, head, s.body, level, s.loc)
@@ -631,9 +633,10 @@ class _Parser:
         return For(var, start, stop, step, body, loc)
 
     def gang(self) -> Gang:
-        """'gang' [INT] VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')' block
+        """'gang' [INT ['vector' INT]] VAR '=' expr 'to' expr 'varying' '(' [VAR (',' VAR)*] ')' block
         (no INT: an unsized gang, as the lane rewrite leaves it)"""
         size = self.integer("a gang size") if self.peek().kind == "number" else None
+        vector_bits = self.integer("a vector width in bits") if size is not None and self.accept("vector") else None
         var, start, stop = self.counted()
         self.expect("varying")
         self.expect("(")
@@ -643,7 +646,7 @@ class _Parser:
             self.expect("(")
             reductions = self.comma_list(")", self.reduction)
         loc, body = self.block(declare={var: Width.I32})
-        return Gang(var, start, stop, size, tuple(varying), body, loc, tuple(reductions))
+        return Gang(var, start, stop, size, tuple(varying), body, loc, tuple(reductions), vector_bits)
 
     def reduction(self) -> tuple[str, str]:
         """VAR ':' OPNAME"""

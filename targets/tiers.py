@@ -1,11 +1,11 @@
 """Feature tiers: one lane library carries a build per x86-64 level and picks one at load time.
 
     tiers = tiers_to_build(pinned=None)
-    gang = pinned_gang or tier.gang_for(lane_ir)         # None: the tier runs the scalar C
+    choices = gang_choices(lane_ir, tier.vector_bytes, pinned_gang)  # targets/gang_choice.py: each loop's shape
     tiered = tiered_library(builds, "nupp_1a2b_")        # the units, the dispatcher among them
     library = build_units(tiered.units, toolchain, "kernels.nupp")   # targets/toolchain.py
     build = choose_tier(tiered.builds, <the library's cpu_tier()>, pinned=None)
-    build.mode, build.c_module.functions                 # "lane16-v4", what to bind
+    build.mode, build.c_module.functions                 # "lane8+32-v4", what to bind
 
 (nupp/pipeline.py strings these together: `native_library`.)
 
@@ -17,13 +17,11 @@ TIERS, in order, each compiled with nupp's flags (runtime/native.BASE_FLAGS:
     v3        -march=x86-64-v3  + AVX2, FMA, BMI1/2        32-byte vectors, gang 8
     v4        -march=x86-64-v4  + AVX-512 F/BW/CD/DQ/VL    64-byte vectors, gang 16
 
-The gang listed is for 4-byte data.  A module's default gang at a tier
-(`Tier.gang_for`) fills one vector register with the widest field its gangs
-load or store: a gang over binary64 fields runs 4 lanes at v3 and 8 at v4
-(measured on simd: 933 M/s at lane4-v3 against 298 at lane8-v3), one over
-binary32 or int32 fields 8 and 16 (mandelbrot: 6.2x and 11.4x scalar C).
-Where a register holds fewer than 4 lanes of them (binary64 fields at
-baseline and v2) the tier runs the module's scalar C (`scalar-v2`).
+The gang listed is one register of 4-byte data.  Each span loop's gang at
+a tier, and how many registers wide its vectors are, is the cost model's
+choice for that loop (targets/gang_choice.py, from the loop's own features
+and the tier's register width); a pinned gang (`gang=`, `--gang`) is every
+loop's gang at every tier.
 
 A tier changes which instructions compute each lane, never which operation:
 the lane C computes exactly the scalar rule per lane, no tier contracts a
@@ -48,8 +46,7 @@ Which tiers a library carries: the pinned one, else all of them.  A host
 (`nupp run`, `nupp.load`) pins the one it runs (`tier_to_build`: the
 user's pin, else the best this CPU runs, as the dispatcher alone says), so
 it compiles one tier; a tree for distribution (`nupp build`) carries every
-tier.  A pinned gang applies to every tier; otherwise each tier runs at the
-module's default gang there.
+tier.
 NUPP_CPU_TIER_MAX=<tier> caps what the CPU is taken to run, to exercise an
 older machine's choice (and the error for a pinned tier it lacks) on a newer
 one; it can only lower the tier, never claim features the CPU lacks.
@@ -62,13 +59,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
 from nupp.emit_c.scalar import CModule
-from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.toolchain import Unit
-from nupp.scalar_ir.walk import own_exprs, statements, subexprs
-from nupp.scalar_ir.widths import FIELD_STORAGE
 
 CPU_TIER_MAX_VARIABLE = "NUPP_CPU_TIER_MAX"
 _CPUID_REGISTERS = ("eax", "ebx", "ecx", "edx")
@@ -94,7 +87,7 @@ def _cpuid(name: str, leaf: int, register: str, bit: int) -> Feature:
 
 @dataclass(frozen=True)
 class Tier:
-    """One x86-64 level: its -march, the features it adds to the tier below, its default gang."""
+    """One x86-64 level: its -march, the features it adds to the tier below, its register width."""
 
     name: str
     march: str
@@ -109,32 +102,6 @@ class Tier:
     def gang(self) -> int:
         """The gang for 4-byte data: one register of int32 / binary32 lanes."""
         return self.vector_bytes // 4
-
-    def backend_for(self, gang: Optional[int]) -> str:
-        """The backend (targets/backends.py) this tier runs a module with at `gang`:
-        lane C, or the scalar C where it runs no gangs (gang None)."""
-        return "c" if gang is None else "lane-c"
-
-    def gang_for(self, module: ir.Module) -> Optional[int]:
-        """The module's default gang here: one register of its widest gang field;
-        None (its scalar C runs here) when a register holds fewer such lanes than
-        the smallest gang: 8-byte fields at 16-byte tiers, where gangs of 4
-        measured slower than scalar C (simd at baseline: 319 against 453 M/s)."""
-        lanes = self.vector_bytes // _widest_gang_field(module)
-        return None if lanes < min(GANG_SIZES) else min(lanes, max(GANG_SIZES))
-
-
-def _widest_gang_field(module: ir.Module) -> int:
-    """The size in bytes of the widest field a Gang of the module loads or stores (4 if none)."""
-    sizes = [4]
-    for fn in module.functions:
-        spans = {p.name: module.struct(p.type.struct) for p in fn.span_params()}
-        for gang in (s for s in statements(fn.body) if isinstance(s, ir.Gang)):
-            for s in statements(gang.body):
-                accesses = [s] if isinstance(s, ir.Store) else []
-                accesses += [x for e in own_exprs(s) for x in subexprs(e) if isinstance(x, ir.Load)]
-                sizes += [FIELD_STORAGE[spans[a.span].field_type(a.field)].bits // 8 for a in accesses]
-    return max(sizes)
 
 
 TIERS = (
@@ -164,17 +131,18 @@ def tier_named(name: str) -> Tier:
 
 @dataclass(frozen=True)
 class TierBuild:
-    """One tier's lane C inside a tiered library, at the gang it was emitted with."""
+    """One tier's C inside a library (tier None: the module's scalar C), and the gangs its loops run in."""
 
     tier: Tier
-    gang: Optional[int]  # None: the module's scalar C, built for the tier
+    gangs: tuple[int, ...]  # the pinned gang, else the sizes of its Gangs, sorted (none: no loop in gangs)
     c_module: CModule
 
     @property
     def mode(self) -> str:
-        """The execution's name, as nupp.executions(f) lists it: lane<gang>-<tier>
-        (scalar-<tier> where the tier runs the scalar C)."""
-        return f"lane{self.gang}-{self.tier.name}" if self.gang else f"scalar-{self.tier.name}"
+        """The execution's name, as nupp.executions(f) lists it: lane<gangs>-<tier>
+        (`lane16-v4`; `lane8+32-v4` where its loops' gangs differ; `lane-v4`
+        where no loop runs in gangs)."""
+        return f"lane{'+'.join(map(str, self.gangs))}-{self.tier.name}"
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,11 @@ from nupp.errors import Source
 from nupp.frontend import checker, parser
 from nupp.lane_rewrite import gang_size, rewrite
 from nupp.pipeline import MODES, Request, compile_for_tree, compile_module, lane_ir
+from nupp.targets.gang_choice import gang_choices
 from nupp.targets.tiers import TIERS
 from nupp.verifier import verify
 
 from .conftest import require_tool
-from .test_tiers import oracle_tier
 
 MAIN = """\
 local span = nupp.mem.span
@@ -91,7 +91,7 @@ def spy(monkeypatch, function, calls: list[Call]) -> None:
                     monkeypatch.setattr(module, attribute, wrapper)
 
 
-SPIED = (parser.parse, checker.check_module, rewrite.rewrite_lanes, gang_size.size_gangs,
+SPIED = (parser.parse, checker.check_module, rewrite.rewrite_lanes, gang_size.shape_gangs,
          verify.check, verify.verify_module, verify.verify_function)
 
 
@@ -137,26 +137,26 @@ def test_only_the_pipeline_calls_the_verifier(run):
     assert {c.caller for c in inner} <= {verify.__name__}
 
 
-def test_lane_ir_is_made_once_and_sized_once_per_gang(run, program, monkeypatch):
-    """`nupp run` builds the tier this CPU runs alone: one sizing, at its gang; a
-    tree for distribution builds every tier, sizing once per distinct gang."""
+def test_lane_ir_is_made_once_and_shaped_once_per_set_of_shapes(run, program, monkeypatch):
+    """`nupp run` builds the tier this CPU runs alone: one shaping, the cost
+    model's for that tier; a tree for distribution builds every tier, shaping
+    once per distinct set of loop shapes (targets/gang_choice.py)."""
     mode, calls = run
-    rewrites, sizings = called(calls, rewrite.rewrite_lanes), called(calls, gang_size.size_gangs)
+    rewrites, shapings = called(calls, rewrite.rewrite_lanes), called(calls, gang_size.shape_gangs)
     if mode not in ("lane", "spirv"):  # spirv: the lane library runs what the device refuses
-        assert rewrites == sizings == []
+        assert rewrites == shapings == []
         return
-    assert len(rewrites) == 1  # main.nupp has no @aot functions
+    assert len(rewrites) == 1 and len(shapings) == 1  # main.nupp has no @aot functions
     source = Source.from_file(str(program.parent / "kernels.nupp"))
     lanes = lane_ir(compile_module(source))
-    assert [c.args[1] for c in sizings] == [TIERS[oracle_tier()].gang_for(lanes)]
     tree_calls: list[Call] = []
-    for function in (rewrite.rewrite_lanes, gang_size.size_gangs):
+    for function in (rewrite.rewrite_lanes, gang_size.shape_gangs):
         spy(monkeypatch, function, tree_calls)
     compile_for_tree(source, Request(mode), "lib/kernels.so")
-    tier_gangs = [g for g in (t.gang_for(lanes) for t in TIERS) if g is not None]
-    assert len(set(tier_gangs)) < len(tier_gangs), "no two tiers share a gang: the test cannot fail"
+    tier_shapes = {tuple(c.shape for _, _, c in gang_choices(lanes, t.vector_bytes)) for t in TIERS}
+    assert len(tier_shapes) < len(TIERS), "no two tiers share shapes: the test cannot fail"
     assert len(called(tree_calls, rewrite.rewrite_lanes)) == 1
-    assert sorted(c.args[1] for c in called(tree_calls, gang_size.size_gangs)) == sorted(set(tier_gangs))
+    assert len(called(tree_calls, gang_size.shape_gangs)) == len(tier_shapes)
 
 
 # ---- the backend seam: a backend is one registry entry ------------------------------------

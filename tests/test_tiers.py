@@ -118,9 +118,10 @@ def test_cpu_tier_agrees_with_proc_cpuinfo(cc):
 
 
 def test_the_host_runs_the_best_tier_at_its_gang_unless_pinned():
+    """mixedwidth computes in binary64: one register of 64-bit lanes (targets/gang_choice.py)."""
     source, _ = compiled(KERNELS["mixedwidth"].path)
     best = TIERS[oracle_tier()]
-    assert Host(mode="lane").compile(source).native.mode == f"lane{best.gang}-{best.name}"
+    assert Host(mode="lane").compile(source).native.mode == f"lane{max(4, best.gang // 2)}-{best.name}"
     assert Host(mode="lane", gang=4).compile(source).native.mode == f"lane4-{best.name}"
     assert Host(mode="lane", tier="baseline").compile(source).native.mode == "lane4-baseline"
     assert Host(mode="lane", tier="baseline", gang=16).compile(source).native.mode == "lane16-baseline"
@@ -128,7 +129,7 @@ def test_the_host_runs_the_best_tier_at_its_gang_unless_pinned():
 
 # ---- choosing a build --------------------------------------------------------------------------
 
-BUILDS = tuple(TierBuild(t, t.gang, None) for t in TIERS)
+BUILDS = tuple(TierBuild(t, (t.gang,), None) for t in TIERS)
 
 
 def test_choose_takes_the_best_built_tier_the_cpu_runs():
@@ -329,19 +330,24 @@ def test_nupp_run_refuses_a_bad_or_unrunnable_tier(cache):
         in scalar.stderr
 
 
-def test_the_default_gang_fills_a_register_with_the_widest_gang_field():
-    """binary64 fields (simd's Body) halve the lanes of 4-byte ones (mandelbrot's Pixel and Escape)."""
+def test_each_tier_shapes_each_loop_by_the_cost_model():
+    """simd's binary64 lanes, moved lane by lane (a Body of 8- and 4-byte fields):
+    one vector of at most 256 bits, and at least 4 lanes (2 x 128 at baseline);
+    mandelbrot's masked while: two registers of binary32 lanes."""
     from nupp.lane_rewrite.rewrite import rewrite_lanes  # the rewrite's (unsized) gangs suffice
+    from nupp.targets.gang_choice import gang_choices
+
+    def shapes(lanes, tier):
+        return [(c.shape.size, c.shape.vector_bits) for _, _, c in gang_choices(lanes, tier.vector_bytes)]
 
     wide, narrow = (rewrite_lanes(compiled(KERNELS[name].path)[1]) for name in ("simd", "mandelbrot"))
-    assert [t.gang_for(wide) for t in TIERS] == [None, None, 4, 8]  # None: the scalar C runs there
-    assert [t.gang_for(narrow) for t in TIERS] == [4, 4, 8, 16]
+    assert [shapes(wide, t) for t in TIERS] == [[(4, 128)], [(4, 128)], [(4, 256)], [(4, 256)]]
+    assert [shapes(narrow, t) for t in TIERS] == [[(8, 128)], [(8, 128)], [(16, 256)], [(32, 512)]]
 
 
-def test_a_tier_whose_registers_hold_too_few_lanes_runs_the_scalar_c():
-    """simd's binary64 fields at baseline: two lanes per register; the tier
-    carries the scalar C, named scalar-baseline, and agrees with it."""
+def test_binary64_lanes_at_a_16_byte_tier_run_in_gangs_of_two_registers():
+    """simd at baseline: two binary64 lanes per register, a gang of 4 as two
+    vectors (measured faster than scalar C: targets/gang_choice.py)."""
     source, _ = compiled(KERNELS["simd"].path)
-    native = Host(mode="lane", tier="baseline").compile(source).native
-    assert native.mode == "scalar-baseline"
-    assert Host(mode="lane", tier="baseline", gang=4).compile(source).native.mode == "lane4-baseline"
+    assert Host(mode="lane", tier="baseline").compile(source).native.mode == "lane4-baseline"
+    assert Host(mode="lane", tier="baseline", gang=8).compile(source).native.mode == "lane8-baseline"

@@ -94,7 +94,8 @@ Placement
 
 Lane IR (`lane_ir=True`, after lane_rewrite; elsewhere a Gang is a node-kind error)
   gang-placement       a Gang is not inside another loop
-  gang-size            a Gang's size is 4, 8, 16 or 32 (or unset: the rewrite's output, before sizing)
+  gang-size            a Gang's size is 4, 8, 16 or 32 (or unset: the rewrite's output, before sizing);
+                       its vector width, if set, is 128, 256 or 512 bits, and set only on a sized Gang
   gang-varying         a Gang's varying names are exactly (sorted) the varying locals its
                        body infers (scalar_ir/varying.py's rule, run afresh)
   gang-mask            an If / While / For is marked masked exactly when it is in a
@@ -119,7 +120,7 @@ from itertools import combinations
 from typing import Optional
 
 from nupp.scalar_ir import nodes as ir
-from nupp.scalar_ir.lanes import GANG_SIZES, gang_refusal, mark_masks
+from nupp.scalar_ir.lanes import GANG_SIZES, VECTOR_BITS, gang_refusal, mark_masks
 from nupp.scalar_ir.nodes import DISJOINT, NO_LOC, SHARED_READ, Loc
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.varying import infer, reductions_of
@@ -778,6 +779,9 @@ def gang_errors(fn: ir.Function, gang: ir.Gang) -> list[tuple[str, str]]:
     errors = []
     if gang.size is not None and gang.size not in GANG_SIZES:
         errors.append(("gang-size", f"gang size {gang.size!r} is not one of {GANG_SIZES}"))
+    if gang.vector_bits is not None and (gang.size is None or gang.vector_bits not in VECTOR_BITS):
+        errors.append(("gang-size", f"vector width {gang.vector_bits!r} on a gang of size {gang.size!r}: "
+                       f"it is one of {VECTOR_BITS}, on a sized gang"))
     varying = infer(gang)
     if tuple(gang.varying) != tuple(sorted(varying)):
         errors.append(("gang-varying", f"the gang names varying({_names(gang.varying)}); "
