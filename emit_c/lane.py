@@ -114,7 +114,7 @@ def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
             if isinstance(s, ir.Assign) and s.name in gang.varying and s.name not in declared}
 
 
-def _binary32_operands(e: ir.Op) -> Optional[tuple]:
+def binary32_operands(e: ir.Op) -> Optional[tuple]:
     """The binary32 operands of a binary64 comparison whose operands are both
     binary32 values promoted (or binary64 constants a binary32 holds exactly),
     at least one of them varying: comparing them as binary32 gives the same
@@ -187,24 +187,25 @@ def dead_after_loops(body) -> dict[int, frozenset[str]]:
 def emit_lane_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_") -> CModule:
     """The lane C of a lane IR module (rewritten and sized, verified): each Gang
     runs in gangs of its size with an n mod G scalar tail."""
-    return emit_unit(module, path, symbol_prefix, _LaneC(_gang_size(module)))
+    return emit_unit(module, path, symbol_prefix, _LaneC(_gang_sizes(module)))
 
 
-def _gang_size(module: ir.Module) -> Optional[int]:
-    """The one size of the module's Gangs (None: it has none)."""
+def _gang_sizes(module: ir.Module) -> tuple[int, ...]:
+    """The sizes of the module's Gangs (each loop's own: lane_rewrite/gang_size.py), sorted."""
     sizes = {s.size for fn in module.functions for s in statements(fn.body) if isinstance(s, ir.Gang)}
-    if None in sizes or len(sizes) > 1:
-        raise InternalError("emit_c", f"lane C needs every gang of one size, not {sorted(sizes, key=str)}")
-    return next(iter(sizes), None)
+    if None in sizes:
+        raise InternalError("emit_c", "lane C needs every gang sized, and one is not")
+    return tuple(sorted(sizes))
 
 
 class _LaneC:
     """The lane variant of a C unit (emit_c/unit.py `Variant`): the lane
     function emitter, and the `vectors` section of what its functions used."""
 
-    def __init__(self, gang: Optional[int]):
-        self.kind = f"lane C ({f'gangs of {gang}' if gang else 'no loop in gangs'})"
-        self.preamble = LanePreamble(gang)
+    def __init__(self, gangs: tuple[int, ...]):
+        sizes = ", ".join(map(str, gangs))
+        self.kind = f"lane C ({f'gangs of {sizes}' if gangs else 'no loop in gangs'})"
+        self.preamble = LanePreamble()
 
     def function_emitter(self, mod: ModuleContext, fn: ir.Function) -> "_LaneFunctionEmitter":
         return _LaneFunctionEmitter(mod, fn, self.preamble)
@@ -224,8 +225,7 @@ class LanePreamble:
     includes those need.  `elements` collects the element types used since a
     gang's emitter last cleared it: what decides its vectors' lanes."""
 
-    def __init__(self, gang: Optional[int]):
-        self.gang = gang
+    def __init__(self):
         self.vector_types: set[tuple[str, int]] = set()  # (element C type, lanes) of each vector used
         self.lanes_used: set[int] = set()  # nu_lanes_xW (which lanes of a mask are set) is called
         self.lane_forms: dict[str, str] = {}  # a form's name -> its C, callees first
@@ -285,8 +285,8 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
     def __init__(self, mod: ModuleContext, fn: ir.Function, preamble: LanePreamble):
         super().__init__(mod, fn)
         self.preamble = preamble
-        self.gang = preamble.gang
-        self.width = self.gang  # lanes per vector in the gang loop being written
+        self.gang = 0  # the size of the gang being written (each Gang's own)
+        self.width = 0  # lanes per vector in the gang loop being written
         # which vector of the gang a statement of varying values is being written
         # for (`each`); None while writing what all of them share
         self.part: Optional[int] = None
@@ -325,6 +325,7 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
     def stmt_Gang(self, s: ir.Gang) -> None:
         """`{ counter; accumulators; for (gangs) { body } combine; for (tail) { scalar body } }`,
         the gangs written for each register width whose lanes differ."""
+        self.gang = s.size
         start = self.expr(s.start)
         stop = self.expr(s.stop)
         self.line("{")
@@ -355,7 +356,8 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
     def register_widths(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str]) -> list:
         """The lanes per vector for each register width, as (lanes, the macro of the
         narrowest register taking them; None for the last): the most lanes of the
-        gang's widest element one register holds.  That element is found by
+        gang's widest element one register holds, a register no wider than the
+        gang's `vector_bits` (its cost model's choice).  That element is found by
         writing the gangs once and taking it back."""
         state = self.checkpoint()
         self.preamble.elements = set()
@@ -363,8 +365,9 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         widest = max(SIZES[e] for e in self.preamble.elements) if self.preamble.elements else 4
         self.rollback(state)
         widths: list = []
+        cap = (s.vector_bits or 8 * REGISTERS[0][0]) // 8
         for size, macro in REGISTERS:
-            width = min(self.gang, size // widest)
+            width = min(self.gang, min(size, cap) // widest)
             if widths and widths[-1][0] == width:
                 widths[-1] = (width, macro)
             else:
@@ -990,7 +993,7 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         return text
 
     def compare(self, e: ir.Op) -> str:
-        narrowed = _binary32_operands(e)
+        narrowed = binary32_operands(e)
         if narrowed is not None:  # compare binary32 values as binary32: half the lanes' width
             a, b = (self.vector_expr(x) for x in narrowed)
             return self.named(Width.BOOL, f"({a} {COMPARE[e.op]} {b})")

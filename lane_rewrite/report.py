@@ -11,6 +11,11 @@ and after each loop's line, whether lane C splits its gangs between threads
 (`--threads N`, lane_rewrite/threads.py), or why it runs on one thread:
 
     mandelbrot.nupp:16:5: loop over %i: runs on threads under --threads N
+
+and then, for a rewritten loop, the gang and vectors it runs in at each
+feature tier and why (the caller's `shapes`):
+
+    mandelbrot.nupp:16:5: loop over %i: at v4: gang 32 as 2 x 512-bit vectors: ...
 """
 
 from __future__ import annotations
@@ -21,14 +26,19 @@ from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.varying import span_loops
 
 
-def render_report(module: ir.Module, path: str, gang: int | None = None) -> str:
-    """One line per span loop; `gang`: the gang to name (else the tier picks it at load time)."""
+def render_report(module: ir.Module, path: str, gang: int | None = None,
+                  shapes: dict[tuple[str, ir.Loc], list[str]] | None = None) -> str:
+    """One line per span loop; `gang`: the gang to name (a pinned one); `shapes`
+    (the caller's: targets/gang_choice.py's cost model), by (function, loop
+    location), a line per feature tier of how a rewritten loop runs there."""
     kinds = {}
     for fn in module.functions:
         kinds.update(_control_kinds(fn.body))
     loops = {(fn.name, loop.loc): loop for fn in module.functions for loop in span_loops(fn)}
     return "".join(f"{path}:{d.loc}: loop over %{d.counter}: {_verdict(d, kinds, gang)}\n"
                    f"{path}:{d.loc}: loop over %{d.counter}: {_threads(d, loops[d.function, d.loc])}\n"
+                   + "".join(f"{path}:{d.loc}: loop over %{d.counter}: at {line}\n"
+                             for line in (shapes or {}).get((d.function, d.loc), ()))
                    for d in lane_decisions(module))
 
 

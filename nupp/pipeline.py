@@ -37,7 +37,8 @@ from nupp.scalar_ir.fold import fold_module
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.backends import backend_named
 from nupp.targets.device import RUNNERS, Runner, runner
-from nupp.targets.tiers import (TierBuild, TieredModule, check_pins, choose_tier, dispatcher_unit, tier_named,
+from nupp.targets.gang_choice import gang_choices, shaped_as
+from nupp.targets.tiers import (TIERS, TierBuild, TieredModule, check_pins, choose_tier, dispatcher_unit, tier_named,
                                 tier_to_build, tiered_library, tiers_to_build)
 from nupp.targets.toolchain import Unit, build_library, build_units, find_toolchain
 from nupp.verifier import check as verify
@@ -67,6 +68,24 @@ def sized(lanes: ir.Module, gang: int) -> ir.Module:
     module = size_gangs(lanes, gang)
     verify(module, f"gang size {gang}", lane_ir=True)
     return module
+
+
+def shaped(lanes: ir.Module, choices: list, tier: str) -> ir.Module:
+    """Lane IR with each Gang shaped as the cost model chose for `tier` (targets/gang_choice.py)."""
+    module = shaped_as(lanes, choices)
+    verify(module, f"gang shapes at {tier}", lane_ir=True)
+    return module
+
+
+def tier_shapes(module: ir.Module, gang: int | None = None) -> dict[tuple[str, ir.Loc], list[str]]:
+    """How each rewritten loop of verified scalar IR runs at every feature tier,
+    and why, by (function, loop location): the lines `nupp emit --report` prints."""
+    lanes = lane_ir(module)
+    lines: dict[tuple[str, ir.Loc], list[str]] = {}
+    for t in TIERS:
+        for fn, g, choice in gang_choices(lanes, t.vector_bytes, gang):
+            lines.setdefault((fn.name, g.loc), []).append(f"{t.name}: {choice.text}")
+    return lines
 
 
 def lanes_at(module: ir.Module, gang: int) -> ir.Module:
@@ -267,7 +286,7 @@ def scalar_library(module: ir.Module, path: str, prefix: str, request: Request) 
     """One unit: the module's scalar C."""
     c_module = backend_named("c").emit(module, path, prefix)
     library = build_library(c_module.source, find_toolchain(request.cc), path)
-    return Library(library, (TierBuild(None, None, c_module),))
+    return Library(library, (TierBuild(None, (), c_module),))
 
 
 def tiered_lane_library(module: ir.Module, path: str, prefix: str, request: Request) -> Library:
@@ -279,19 +298,20 @@ def tiered_lane_library(module: ir.Module, path: str, prefix: str, request: Requ
 
 def tier_builds(module: ir.Module, path: str, prefix: str, gang: int | None = None,
                 tier: str | None = None) -> tuple[TierBuild, ...]:
-    """Each tier's C (the pinned tier, else every one) at `gang`, else the tier's
-    own: the lane C of the lane IR sized to it, or the scalar C where the tier
-    runs no gangs.  The rewrite runs once; each gang's IR is sized once."""
+    """Each tier's C (the pinned tier, else every one): the lane C of the lane
+    IR with each loop shaped as the cost model says for the tier (at `gang`
+    where pinned).  The rewrite runs once; each distinct set of shapes is
+    applied once."""
     lanes = lane_ir(module)
-    at_gang: dict[int, ir.Module] = {}
+    at_shapes: dict[tuple, ir.Module] = {}
     builds = []
     for t in tiers_to_build(tier):
-        g = gang or t.gang_for(lanes)
-        backend = backend_named(t.backend_for(g))
-        if backend.takes == "lanes" and g not in at_gang:
-            at_gang[g] = sized(lanes, g)
-        c_module = backend.emit(module if backend.takes == "scalar" else at_gang[g], path, f"{prefix}{t.name}_")
-        builds.append(TierBuild(t, g, c_module))
+        choices = gang_choices(lanes, t.vector_bytes, gang)
+        shapes = tuple(c.shape for _, _, c in choices)
+        if shapes not in at_shapes:
+            at_shapes[shapes] = shaped(lanes, choices, t.name)
+        c_module = backend_named("lane-c").emit(at_shapes[shapes], path, f"{prefix}{t.name}_")
+        builds.append(TierBuild(t, (gang,) if gang else tuple(sorted({s.size for s in shapes})), c_module))
     return tuple(builds)
 
 
@@ -314,12 +334,13 @@ def execution_library(module: ir.Module, path: str, prefix: str, request: Reques
     `<prefix>lane<G>_<tier>_`, which no tiered library's `<prefix><tier>_` meets."""
     at = tier_named(tier)
     lanes = lane_ir(module)
-    builds = [TierBuild(None, None, backend_named("c").emit(module, path, f"{prefix}scalar_"))]
+    builds = [TierBuild(None, (), backend_named("c").emit(module, path, f"{prefix}scalar_"))]
     for gang in GANG_SIZES:
-        c_module = backend_named(at.backend_for(gang)).emit(sized(lanes, gang), path, f"{prefix}lane{gang}_{at.name}_")
-        builds.append(TierBuild(at, gang, c_module))
+        at_gang = shaped(lanes, gang_choices(lanes, at.vector_bytes, gang), at.name)
+        c_module = backend_named("lane-c").emit(at_gang, path, f"{prefix}lane{gang}_{at.name}_")
+        builds.append(TierBuild(at, (gang,), c_module))
     units = [Unit("scalar", builds[0].c_module.source)]
-    units += [Unit(f"lane{b.gang}", b.c_module.source, at.flags) for b in builds[1:]]
+    units += [Unit(f"lane{b.gangs[0]}", b.c_module.source, at.flags) for b in builds[1:]]
     return Library(build_units(units, find_toolchain(request.cc), path), tuple(builds))
 
 

@@ -435,9 +435,11 @@ def cmd_emit(args) -> int:
         _write_output(emit(source, "lane-c" if args.gang else "c", gang).source)
     elif args.report:
         from nupp.lane_rewrite.report import render_report
+        from nupp.pipeline import tier_shapes
         module = compile_module(source)
+        pinned = int(args.gang) if args.gang else None
         from nupp.runtime.chunking import render_chunk_report
-        _write_output(render_report(module, source.path, int(args.gang) if args.gang else None)
+        _write_output(render_report(module, source.path, pinned, tier_shapes(module, pinned))
                       + render_device_report(emit(source, "spirv")) + render_chunk_report(module, source.path))
     elif args.spirv:
         _write_output(disassemble_kernels(emit(source, "spirv")))
