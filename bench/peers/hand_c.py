@@ -47,8 +47,9 @@ class Library:
         kernel = getattr(self.lib, self.prefix + function)
         pointers = [self.ffi.cast("void *", array.ctypes.data) for array in arrays]
 
-        def run():  # reads `arrays`, so keeps them alive while the call is
-            return kernel(*pointers, len(arrays[0]), *extra)
+        def run(_library=self, _arrays=arrays):  # kept alive while the call is: the code, the memory
+            return kernel(*pointers, n, *extra)
+        n = len(arrays[0])
         return run
 
 
