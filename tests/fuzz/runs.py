@@ -46,6 +46,7 @@ class Execution:
     tier: Optional[str] = None
     gang: Optional[int] = None
     runner: str = "vulkan"     # spirv: the device runner
+    threads: Optional[int] = None  # lane: the threads its span loops may split between (nupp.load's)
 
     @property
     def name(self) -> str:
@@ -55,10 +56,11 @@ class Execution:
             return f"scalar-{self.cc}"
         if self.mode == "spirv":
             return f"spirv-{self.runner}"
-        return f"lane{self.gang}-{self.tier}-{self.cc}"
+        return f"lane{self.gang}-{self.tier}-{self.cc}" + (f"-threads{self.threads}" if self.threads else "")
 
     def load_arguments(self) -> dict:
-        return {"mode": self.mode, "cc": self.cc, "tier": self.tier, "gang": self.gang, "spirv_runner": self.runner}
+        return {"mode": self.mode, "cc": self.cc, "tier": self.tier, "gang": self.gang, "spirv_runner": self.runner,
+                "threads": self.threads}
 
 
 REFERENCE = Execution("interp")
@@ -80,6 +82,10 @@ def all_executions(compilers: tuple[str, ...] = COMPILERS, tiers: Optional[tuple
     tiers = runnable_tiers() if tiers is None else tiers
     out = [REFERENCE] + [Execution("scalar", cc) for cc in compilers]
     out += [Execution("lane", cc, tier, gang) for cc in compilers for tier in tiers for gang in GANGS]
+    # and on threads: the smallest gang splits the most ways (3 threads: odd splits of up to 16 gangs);
+    # the workers run every loop on threads, however short (worker.py: NUPP_THREADS_MIN=0)
+    if compilers and tiers:
+        out.append(Execution("lane", compilers[0], tiers[-1], min(GANGS), threads=3))
     out += [Execution("spirv", runner=kind) for kind in device_runners()]
     return out
 

@@ -215,7 +215,8 @@ class Pool:
     """`jobs` workers sharing a compile cache folder; runs jobs concurrently, one per worker."""
 
     def __init__(self, jobs: int, cache_dir: str):
-        self.workers = [Worker({"NUPP_CACHE_DIR": cache_dir}) for _ in range(max(1, jobs))]
+        # NUPP_THREADS_MIN=0: an execution with threads (runs.py) splits loops of any length between them
+        self.workers = [Worker({"NUPP_CACHE_DIR": cache_dir, "NUPP_THREADS_MIN": "0"}) for _ in range(max(1, jobs))]
 
     def run_all(self, jobs: list[Job], load_timeout: float, call_timeout: float) -> list[JobResult]:
         results: list[Optional[JobResult]] = [None] * len(jobs)
