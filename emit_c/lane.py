@@ -214,9 +214,9 @@ class _LaneC:
         section = self.preamble.section()
         if section:
             unit.add("vectors", section)
-
         if self.preamble.threaded:
             unit.add("vectors", THREADS_C)
+
 
 class LanePreamble:
     """What lane C's functions use of the vector machinery, for the unit's
@@ -395,22 +395,22 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         """The accumulators, the loop over whole gangs at `width` lanes per vector (also
         split between threads where the loop allows: lane_threads.py), and the combination."""
         self.width = width
+        locals_ = [self.lookup(name) for name, _ in s.reductions]  # the locals the reductions end in
         self.scopes.append({})  # the reductions' accumulators, across the gangs
         accumulators = [self.accumulator(name, op) for name, op in s.reductions]
-        self.line(f"for (; {counter} + {self.gang - 1} <= {stop}; {counter} += {self.gang}) {{")
-        locals_ = [self.lookup(name) for name, _ in s.reductions]  # the locals the reductions end in
-        self.gang_body(s, counter, stopped)
-        self.line("}")
         threaded = thread_refusal(s) is None
         if threaded:
             self.threaded_gangs(s, counter, stop, locals_)
             self.depth += 1
-        self.scopes.pop()
-        for (_, op), local, acc in zip(s.reductions, locals_, accumulators):
-            self.combine(self.read(local), op, self.accumulated_lanes(acc))
+        self.line(f"for (; {counter} + {self.gang - 1} <= {stop}; {counter} += {self.gang}) {{")
+        self.gang_body(s, counter, stopped)
+        self.line("}")
         if threaded:
             self.depth -= 1
             self.line("}")
+        self.scopes.pop()
+        for (_, op), local, acc in zip(s.reductions, locals_, accumulators):
+            self.combine(self.read(local), op, self.accumulated_lanes(acc))
 
     def stop_flags(self, s: ir.Gang) -> Optional[str]:
         """The C flag that ends the gangs early (a break leaves the loop, or an op

@@ -86,7 +86,7 @@ __attribute__((constructor)) static void nu_watch_forks(void) {{ pthread_atfork(
 static inline int32_t nu_threads_for(int64_t iterations)
 {{
 #ifdef _OPENMP
-    return iterations >= nu_thread_min && !nu_forked ? nu_thread_count : 1;
+    return iterations > 0 && iterations >= nu_thread_min && !nu_forked ? nu_thread_count : 1;
 #else
     (void)iterations;
     return 1;
