@@ -497,10 +497,10 @@ def write_kernels(device, out: Path) -> list[str]:
 
 
 def cmd_bench(args) -> int:
-    bench = _checkout_bench("lane_speed")
-    unknown = [k for k in args.kernels or () if k not in bench.BENCH_KERNELS]
     if args.threads:
         return _bench_threads(args)
+    bench = _checkout_bench("lane_speed")
+    unknown = [k for k in args.kernels or () if k not in bench.BENCH_KERNELS]
     if unknown:
         raise _UsageError(f"no kernel named {', '.join(unknown)} (kernels: {', '.join(bench.BENCH_KERNELS)})")
     bench.run_benchmark(sizes=args.size or bench.DEFAULT_SIZES, repeats=args.repeats,
@@ -508,8 +508,6 @@ def cmd_bench(args) -> int:
     return EXIT_OK
 
 
-def _checkout_bench(name: str):
-    """The module bench/NAME.py of the source checkout nupp runs from.  bench/ is
 def _bench_threads(args) -> int:
     bench = _checkout_bench("thread_speed")
     unknown = sorted(set(args.kernels or ()) - set(bench.BENCH_KERNELS))
@@ -520,6 +518,8 @@ def _bench_threads(args) -> int:
     return EXIT_OK
 
 
+def _checkout_bench(name: str):
+    """The module bench/NAME.py of the source checkout nupp runs from.  bench/ is
     not installed: it sits beside the stage directories (runtime/, ...) in a
     checkout, which the editable install runs in place, and nowhere in a wheel."""
     root = Path(__file__).resolve().parent.parent
