@@ -88,6 +88,13 @@ def tier_shapes(module: ir.Module, gang: int | None = None) -> dict[tuple[str, i
     return lines
 
 
+def lanes_at_tier(module: ir.Module, tier: str, gang: int | None = None) -> ir.Module:
+    """The lane IR of verified scalar IR, each loop shaped as the cost model says
+    for `tier` (at `gang` where pinned): what that tier's library runs."""
+    lanes = lane_ir(module)
+    return shaped(lanes, gang_choices(lanes, tier_named(tier).vector_bytes, gang), tier)
+
+
 def lanes_at(module: ir.Module, gang: int) -> ir.Module:
     """The lane IR of verified scalar IR, sized to `gang`."""
     return sized(lane_ir(module), gang)

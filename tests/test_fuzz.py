@@ -248,7 +248,8 @@ def test_a_short_fuzz_agrees(tmp_path):
     require_tool("gcc")
     require_tool("clang")
     tiers = runnable_tiers()
-    lanes = [f"lane16-{tiers[-1]}", f"lane4-{tiers[-1]}-gcc", "lane8-baseline-gcc"] if tiers else []
+    lanes = [f"lane16-{tiers[-1]}", f"lane4-{tiers[-1]}-gcc", "lane8-baseline-gcc",
+             f"lane-{tiers[-1]}-gcc"] if tiers else []  # lane-: each loop at the cost model's gang
     started = time.monotonic()
     _fuzz(Options(minutes=0.01, seed=424242, batch_size=16, executions=["scalar", *lanes], save_dir=None,
                   known=known_bugs()))

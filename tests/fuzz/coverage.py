@@ -27,7 +27,7 @@ from nupp.emit_spirv.admit import calls_in, device_refusal, kernel_reductions, s
 from nupp.errors import Source
 from nupp.frontend.parser import parse
 from nupp.lane_rewrite.rewrite import lane_decisions
-from nupp.pipeline import lanes_at
+from nupp.pipeline import lanes_at, lanes_at_tier
 from nupp.pipeline import compile_module
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.ops import OPS
@@ -68,6 +68,7 @@ SHAPES = (
     "masked while", "while ... and false", "masked for", "empty for in a span loop",
     "uniform local in a masked gang body", "reduction", "break out of a span loop", "two span loops",
     "register pressure (8+ loads in one expression)", "masked if run as selects",
+    "span loops of different gangs in one function (the cost model's)",
     "local no inactive lane reads (no select)", "load after a store to its span in a gang",
 )
 DEVICE = ("device kernel", "device kernel with a finish kernel", "device reduction", "device call",
@@ -348,6 +349,9 @@ def _lanes(module: ir.Module) -> set[str]:
     for fn in lanes_at(module, 16).functions:
         for gang in (s for s in statements(fn.body) if isinstance(s, ir.Gang)):
             found |= _gang_shapes(gang)
+    for fn in lanes_at_tier(module, "v4").functions:
+        if len({s.size for s in statements(fn.body) if isinstance(s, ir.Gang)}) > 1:
+            found.add("span loops of different gangs in one function (the cost model's)")
     return found
 
 

@@ -33,7 +33,7 @@ from nupp.emit_c.lane import emit_lane_module
 from nupp.emit_c.scalar import emit_module
 from nupp.emit_spirv import emit_module as emit_device_module
 from nupp.errors import NuppError, Source
-from nupp.pipeline import compile_module, lanes_at, translate
+from nupp.pipeline import compile_module, lanes_at_tier, translate
 
 from ..spirv_tools import validate_kernels
 from .coverage import measure, table
@@ -120,7 +120,7 @@ def compile_in_process(program: Program, path: str, executions: list[Execution])
     if refusal:
         return (FRONT_END, *refusal)
     emit = {"interp": lambda e: translate(source, None), "scalar": lambda e: emit_module(module, path, "fuzz_"),
-            "lane": lambda e: emit_lane_module(lanes_at(module, e.gang), path, "fuzz_"),
+            "lane": lambda e: emit_lane_module(lanes_at_tier(module, e.tier, e.gang), path, "fuzz_"),
             "spirv": lambda e: validate_kernels(emit_device_module(module, path))}
     for execution in executions:
         try:
@@ -132,10 +132,10 @@ def compile_in_process(program: Program, path: str, executions: list[Execution])
 
 def emitters(executions: list[Execution]) -> list[Execution]:
     """One execution per distinct text nupp emits for them: the interpreter's Lua, the scalar C,
-    the lane C of each gang (the same at every tier and with either compiler)."""
+    the lane C of each gang at each tier's loop shapes (the same with either compiler)."""
     out: dict = {}
     for e in executions:
-        out.setdefault((e.mode, e.gang if e.mode == "lane" else None), e)
+        out.setdefault((e.mode, (e.gang, e.tier) if e.mode == "lane" else None), e)
     return list(out.values())
 
 

@@ -56,7 +56,8 @@ class Execution:
             return f"scalar-{self.cc}"
         if self.mode == "spirv":
             return f"spirv-{self.runner}"
-        return f"lane{self.gang}-{self.tier}-{self.cc}" + (f"-threads{self.threads}" if self.threads else "")
+        gang = self.gang or ""  # none: each loop's gang, the cost model's (targets/gang_choice.py)
+        return f"lane{gang}-{self.tier}-{self.cc}" + (f"-threads{self.threads}" if self.threads else "")
 
     def load_arguments(self) -> dict:
         return {"mode": self.mode, "cc": self.cc, "tier": self.tier, "gang": self.gang, "spirv_runner": self.runner,
@@ -81,7 +82,7 @@ def all_executions(compilers: tuple[str, ...] = COMPILERS, tiers: Optional[tuple
     compilers = tuple(cc for cc in compilers if shutil.which(cc))
     tiers = runnable_tiers() if tiers is None else tiers
     out = [REFERENCE] + [Execution("scalar", cc) for cc in compilers]
-    out += [Execution("lane", cc, tier, gang) for cc in compilers for tier in tiers for gang in GANGS]
+    out += [Execution("lane", cc, tier, gang) for cc in compilers for tier in tiers for gang in (*GANGS, None)]
     # and on threads: the smallest gang splits the most ways (3 threads: odd splits of up to 16 gangs);
     # the workers run every loop on threads, however short (worker.py: NUPP_THREADS_MIN=0)
     if compilers and tiers:
