@@ -28,6 +28,7 @@ diff before committing it.
 Stages: `roundtrip` (IR text, parsed then printed), `lower` (Nupp source to
 IR), `verify` (IR to the verifier's inline rendering), `fold` (IR to folded
 IR), `emit_c` (IR to C), `emit_lane_c` (IR to lane C at gang 4), `emit_lane_c_32` (at gang 32),
+`emit_shaped_lane_c` (lane IR whose gangs carry their own size and vector width, to lane C),
 `lanes` (IR to the lane analysis's report).  Every stage exists: one whose function cannot be found (renamed,
 moved) raises `StageUnavailable`, and its cases fail, locally too (a skip
 once hid a renamed stage until CI ran).  A user
@@ -265,6 +266,19 @@ def stage_emit_lane_c_32(text: str) -> str:
     return stage_emit_lane_c(text, 32)
 
 
+def stage_emit_shaped_lane_c(text: str) -> str:
+    """Lane IR in, each Gang sized and perhaps capped in the text itself (`gang 32
+    vector 256 %i = ...`, the cost model's kind of choice: targets/gang_choice.py),
+    verified as lane IR, its lane C out."""
+    emit_lane_module = _lazy("nupp.emit_c.lane", "emit_lane_module")
+    verify = _lazy("nupp.verifier", "check")
+    module, error = _parse(text)
+    if error is not None:
+        return error
+    verify(module, "golden", lane_ir=True)
+    return emit_lane_module(module, "case.nupp").source
+
+
 def stage_lanes(text: str) -> str:
     """IR in, the lane rewrite out: its decision for each span loop (the `nupp
     emit --report` lines), then the lane IR at gang 8 (lane_rewrite/rewrite.py)."""
@@ -288,6 +302,7 @@ STAGES: dict[str, Callable[[str], str]] = {
     "emit_c": stage_emit_c,
     "emit_lane_c": stage_emit_lane_c,
     "emit_lane_c_32": stage_emit_lane_c_32,
+    "emit_shaped_lane_c": stage_emit_shaped_lane_c,
     "lanes": stage_lanes,
 }
 # Stages whose output (when it is not a diagnostic) is IR in printed form.
