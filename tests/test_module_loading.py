@@ -142,7 +142,7 @@ ADD = "@aot\nlocal function add(a: int32, b: int32): int32\n    return a + b\nen
 
 
 @pytest.mark.parametrize("option, value, wanted", [
-    ("gang", "8", "gang must be an int: 4, 8, 16 or 32 (or None: the tier's own), not str '8'"),
+    ("gang", "8", "gang must be an int: 4, 8, 16 or 32 (or None: each loop's own), not str '8'"),
     ("gang", 8.0, "gang must be an int"),
     ("gang", True, "not bool True"),
     ("mode", None, "mode must be a str: 'lane', 'scalar', 'spirv' or 'interp', not NoneType None"),
