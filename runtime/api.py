@@ -295,8 +295,8 @@ def load(path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None
          tier: str | None = None, spirv_runner: str = "vulkan", threads: int | None = None) -> NuppModule:
     """Load a .nupp module for calls from Python.  Mode "lane" (the default)
     runs span loops in SIMD gangs where the lane rewrite applies, at `tier`
-    (else the best this CPU runs; targets/tiers.py) and `gang` (4, 8, 16 or 32, else
-    the tier's own); "scalar" is the plain compiled C, "interp" ordinary Nupp;
+    (else the best this CPU runs; targets/tiers.py) and `gang` (4, 8, 16 or 32 for
+    every loop, else each loop's own: targets/gang_choice.py); "scalar" is the plain compiled C, "interp" ordinary Nupp;
     "spirv" runs the functions a Vulkan device can run there, through
     `spirv_runner` ("vulkan", the module as written, or "wgpu"), and the rest
     as lane code.  `threads` (1 to 1024; None: the environment variable
@@ -317,7 +317,7 @@ def load(path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None
 OPTION_TYPES = {"mode": ((str,), "a str: 'lane', 'scalar', 'spirv' or 'interp'"),
                 "spirv_runner": ((str,), "a str: 'vulkan' or 'wgpu'"),
                 "cc": ((str,), "a str: 'gcc', 'clang' or a compiler's path"),
-                "gang": ((numbers.Integral, type(None)), "an int: 4, 8, 16 or 32 (or None: the tier's own)"),
+                "gang": ((numbers.Integral, type(None)), "an int: 4, 8, 16 or 32 (or None: each loop's own)"),
                 "tier": ((str, type(None)), "a str: 'baseline', 'v2', 'v3' or 'v4' (or None: the best this CPU runs)"),
                 "threads": ((numbers.Integral, type(None)), "an int from 1 to 1024 (or None: NUPP_THREADS, else 1)")}
 

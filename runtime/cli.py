@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     _option(run, "--tier", names=TIER_NAMES, default=None,
                      help="lane code's feature tier (x86-64 level); default: the best this CPU runs")
     _option(run, "--gang", names=GANG_CHOICES, default=None,
-                     help="lane code's iterations per gang; default: the tier's own (4, 4, 8, 16)")
+                     help="lane code's iterations per gang, every loop's; default: each loop's own, "
+                          "by a cost model per tier (nupp emit --report says which)")
     run.add_argument("--cc", default="gcc", help="the C compiler for native code (gcc or clang)")
     _option(run, "--spirv-runner", names=RUNNERS, default="vulkan", dest="spirv_runner",
                      help="with --mode spirv: run kernels through the Vulkan API as written (vulkan, the "
