@@ -68,15 +68,17 @@ THREADS_SETTER = "nu_set_threads"  # runtime/lua/native.lua looks it up by this 
 
 THREADS_C = f"""/* Threads (emit_c/lane_threads.py): how many threads the whole gangs of a loop take.
  * The caller sets its count and minimum of iterations per call ({THREADS_SETTER}, on its own
- * thread); a process forked from one that ran threads runs on one. */
-__attribute__((weak, visibility("hidden"))) _Thread_local int32_t nu_thread_count = 1;
-__attribute__((weak, visibility("hidden"))) _Thread_local int64_t nu_thread_min = 0;
+ * thread: one thread-local pair, one lookup of a thread-local address per call); a process
+ * forked from one that ran threads runs on one. */
+typedef struct {{ int32_t count; int64_t min_iterations; }} nu_thread_setting;
+__attribute__((weak, visibility("hidden"))) _Thread_local nu_thread_setting nu_threads = {{1, 0}};
 __attribute__((weak, visibility("hidden"))) int nu_forked = 0;
 void {THREADS_SETTER}(int32_t count, int64_t min_iterations);
 __attribute__((weak)) void {THREADS_SETTER}(int32_t count, int64_t min_iterations)
 {{
-    nu_thread_count = count;
-    nu_thread_min = min_iterations;
+    nu_thread_setting *setting = &nu_threads;
+    setting->count = count;
+    setting->min_iterations = min_iterations;
 }}
 #ifdef _OPENMP
 #include <pthread.h>
@@ -86,7 +88,8 @@ __attribute__((constructor)) static void nu_watch_forks(void) {{ pthread_atfork(
 static inline int32_t nu_threads_for(int64_t iterations)
 {{
 #ifdef _OPENMP
-    return iterations > 0 && iterations >= nu_thread_min && !nu_forked ? nu_thread_count : 1;
+    const nu_thread_setting *setting = &nu_threads;
+    return iterations > 0 && iterations >= setting->min_iterations && !nu_forked ? setting->count : 1;
 #else
     (void)iterations;
     return 1;
