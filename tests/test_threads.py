@@ -41,7 +41,7 @@ from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.scalar_ir.ops import OPS
 from nupp.scalar_ir.walk import statements
 
-from .conftest import UNDER_CI, require_tool
+from .conftest import UNDER_CI, require_module, require_tool
 from .kernelgen import edge_array
 from .test_lane_c import QUALIFYING, assert_same
 from .test_native_differential import KERNELS, ROOT, Kernel, call
@@ -397,3 +397,16 @@ def test_nupp_run_refuses_a_bad_thread_count_with_exit_status_2(script, args, en
     done = nupp_run(script.parent, *args, env_extra=env)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_nupp_dask_loads_with_threads_and_gives_one_calls_bits(reductions, every_loop_on_threads):
+    """threads= is one of nupp.load's options, which nupp.dask.map hands every worker's load."""
+    dask = require_module("dask")
+    import dask.array as da
+    import nupp.dask
+    one = load(reductions)
+    rows = inputs(one, reduction_kernels(reductions)["min.f64"], 100_003)[0]
+    expected = one.r_min_f64(rows, 2.5)  # min takes any start value chunk by chunk (runtime/chunking.py)
+    call = nupp.dask.map(reductions, "r_min_f64", da.from_array(rows, chunks=30_011), 2.5, threads=3)
+    (result,) = dask.compute(call.result, scheduler="threads")
+    assert np.float64(result).tobytes() == np.float64(expected).tobytes()
