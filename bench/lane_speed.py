@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.tiers import TIER_NAMES, TIERS
 
 # bench/ is not installed: these run from the checkout's root
-from bench.native_speed import KERNELS, WORKLOADS, Workload, interleaved_medians, load_times
+from bench.native_speed import KERNELS, WORKLOADS, Workload, interleaved_medians, interleaved_samples, load_times
 from bench.peers.hand_c import NATIVE, Library, compile_library, hand_scalar, hand_simd_libraries
 
 BENCH_KERNELS = tuple(WORKLOADS)
@@ -55,7 +56,6 @@ NUMBA = "Numba"
 HAND_PEER = "hand C -O3 native"
 HAND_SCALAR = {HAND_PEER: NATIVE, "hand C -O2": ("-O2",)}
 COPY = "stream copy"
-COPY_BYTES = 128 << 20  # each buffer: four times the largest L3 of the machines this ran on
 COPY_MOVES = 3  # bytes per byte copied: read, the target's line read before the store fills it, written back
 
 
@@ -195,16 +195,15 @@ def _bench_kernel(name: str, size: int, repeats: int, contenders: Contenders, mo
     n = len(arrays[0])
     calls = contenders.executions(workload, modules, arrays)
     roof = n >= ROOF_SIZE and workload.streaming
-    if roof:
-        source = np.ones(COPY_BYTES // 8)
-        target = np.empty_like(source)
-        calls[COPY] = contenders.copy.call("stream_copy", (target, source))
-    seconds = interleaved_medians(calls, repeats)
-    copy_seconds = seconds.pop(COPY, None)
-    rates = {label: n / s / 1e6 for label, s in seconds.items()}
+    if roof:  # the copy's two buffers hold as many bytes as the kernel's arrays: the same level of memory
+        source = np.ones(sum(array.nbytes for array in arrays) // 16)
+        calls[COPY] = contenders.copy.call("stream_copy", (np.empty_like(source), source))
+    samples = interleaved_samples(calls, repeats)
+    copy_seconds = min(samples.pop(COPY, [0]))  # the roof: the fastest copy, where noise took least
+    rates = {label: n / statistics.median(times) / 1e6 for label, times in samples.items()}
     _print_kernel(name, n, rates, default)
     if roof:
-        _print_roof(arrays, rates[default], default, COPY_MOVES * COPY_BYTES / copy_seconds)
+        _print_roof(arrays, rates[default], default, COPY_MOVES * source.nbytes / copy_seconds)
 
 
 def _print_kernel(name: str, n: int, rates: dict[str, float], default: str) -> None:
@@ -249,7 +248,8 @@ def _print_roof(arrays, rate: float, default: str, bandwidth: float) -> None:
     moved = Workload.bytes_moved(arrays)
     roof = bandwidth / moved / 1e6
     fraction = rate / roof
-    print(f"  memory roof: {bandwidth / 1e9:.1f} GB/s ({COPY} in these rounds, {COPY_MOVES} bytes per 8 copied) / "
+    print(f"  memory roof: {bandwidth / 1e9:.1f} GB/s (the fastest {COPY} in these rounds of as many bytes, "
+          f"{COPY_MOVES} bytes moved per byte copied) / "
           f"{moved} bytes per element = {roof:.0f} M elements/s (bytes: each span's element read, the output's "
           f"written back after its line is read)")
     print(f"  goal: {default} >= {ROOF_FRACTION:.0%} of the memory roof (issue 15 item 7): {fraction:.0%}, "
@@ -259,7 +259,7 @@ def _print_roof(arrays, rate: float, default: str, bandwidth: float) -> None:
 def _print_short_spans(kernels, loaded, repeats: int) -> None:
     """Lengths 1..3G of the default's gang G: scalar C's time per call over the default's."""
     print(f"\n=== short spans: scalar C's time per call / the default's (> 1: the default is faster), "
-          f"median of {repeats} rounds ===")
+          f"the fastest of {repeats} interleaved samples ===")
     for name in kernels:
         modules, default = loaded[name]
         workload = WORKLOADS[name]
@@ -270,7 +270,8 @@ def _print_short_spans(kernels, loaded, repeats: int) -> None:
         for length in range(1, 3 * gang + 1):
             window = tuple(array[middle:middle + length] for array in arrays)
             calls = {label: workload.nupp_call(modules[label], window) for label in (SCALAR, default)}
-            seconds = interleaved_medians(calls, repeats)
+            # the fastest sample: a short call's time is its floor, and other load only adds to it
+            seconds = {label: min(times) for label, times in interleaved_samples(calls, repeats).items()}
             ratios.append(seconds[SCALAR] / seconds[default])
             if length in (1, 3 * gang):
                 nanoseconds[length] = {label: s * 1e9 for label, s in seconds.items()}

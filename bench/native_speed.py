@@ -162,12 +162,12 @@ WORKLOADS = {
 MIN_SAMPLE_SECONDS = 0.002  # a timed sample repeats a short call until it takes about this long
 
 
-def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+def interleaved_samples(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
     """Seconds per call of each execution, side by side: a warm-up call each (which sizes its sample: a
     short call repeats until a sample takes MIN_SAMPLE_SECONDS), then `repeats` rounds in which each
     execution takes one sample, in an order shuffled per round (here the call after a slow one ran up
-    to 15% slower: tecsbits' lane C after scalar C at 10^5), and the median sample.  A drift of the
-    clock, or another process taking the cores for a while, touches every execution alike."""
+    to 15% slower: tecsbits' lane C after scalar C at 10^5).  A drift of the clock, or another
+    process taking the cores for a while, touches every execution alike."""
     batch = {}
     for label, run in calls.items():
         t0 = time.perf_counter()
@@ -182,7 +182,12 @@ def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int) ->
             for _ in range(count):
                 run()
             samples[label].append((time.perf_counter() - t0) / count)
-    return {label: statistics.median(times) for label, times in samples.items()}
+    return samples
+
+
+def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """The median of each execution's interleaved_samples."""
+    return {label: statistics.median(times) for label, times in interleaved_samples(calls, repeats).items()}
 
 
 def throughput(size: int, repeats: int) -> None:
