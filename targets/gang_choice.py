@@ -151,7 +151,7 @@ def choose(features: LoopFeatures, register_bytes: int, pinned: Optional[int] = 
         vectors, why = STREAM_VECTORS, "independent iterations: one register per gang"
     lanes = vectors * bits // (8 * features.element_bytes)
     if lanes < min(GANG_SIZES):
-        why += f"; a gang is at least {min(GANG_SIZES)} lanes"
+        why += f", but a gang is at least {min(GANG_SIZES)} lanes"
     return _choice(min(max(lanes, min(GANG_SIZES)), max(GANG_SIZES)), bits, features, why)
 
 

@@ -161,7 +161,7 @@ def test_gangs_stay_within_4_and_32_lanes():
     assert choose(narrow, 64).shape.size == 32  # two 512-bit registers of binary32: 32
     wide = LoopFeatures(element_bytes=8, masked_while=False, per_lane=0, reductions=0)
     assert choose(wide, 16).shape == GangShape(4, 128)  # not 2: the smallest gang, as 2 x 128
-    assert "a gang is at least 4 lanes" in choose(wide, 16).text
+    assert "but a gang is at least 4 lanes" in choose(wide, 16).text
 
 
 def test_a_pinned_gang_is_every_loops_in_full_registers():
