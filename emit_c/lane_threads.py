@@ -9,32 +9,34 @@ runs is decided at each call:
 
     {
         int64_t c1 = <start>;
-        nu_i32x8 r_acc = {0, ...};                    the reduction's accumulators
-        const int64_t g2 = (<stop> - c1 + 1) / 8;     the whole gangs
-        const int32_t n3 = nu_threads_for(g2 * 8);    the threads they take
-        if (n3 > 1) {
-            int32_t q4[n3];                           each chunk's partial result
+        nu_i32x8 r_acc = {0, ...};                          the reduction's accumulators
+        const int64_t c1_gangs = (<stop> - c1 + 1) / 8;     the whole gangs
+        const int32_t c1_threads = nu_threads_for(c1_gangs * 8);   the threads they take
+        if (c1_threads > 1) {
+            int32_t q3[c1_threads];                         each chunk's partial result
     #ifdef _OPENMP
-    #pragma omp parallel for num_threads(n3) schedule(static)
+    #pragma omp parallel for num_threads(c1_threads) schedule(static)
     #endif
-            for (int32_t k5 = 0; k5 < n3; ++k5) {     chunk k: gangs g2*k/n3 .. g2*(k+1)/n3 - 1
-                nu_i32x8 r_acc_2 = {0, ...};          its own accumulators
-                const int64_t e6 = c1 + 8 * (g2 * (k5 + 1) / n3);
-                for (int64_t c7 = c1 + 8 * (g2 * k5 / n3); c7 < e6; c7 += 8) {
+            for (int32_t k2 = 0; k2 < c1_threads; ++k2) {  chunk k: gangs g*k/n .. g*(k+1)/n - 1
+                nu_i32x8 r_acc_2 = {0, ...};                its own accumulators
+                const int64_t e4 = c1 + 8 * (c1_gangs * (k2 + 1) / c1_threads);
+                for (int64_t c5 = c1 + 8 * (c1_gangs * k2 / c1_threads); c5 < e4; c5 += 8) {
                     <the gang body>
                 }
-                q4[k5] = 0;
-                q4[k5] = <q4[k5] + each lane of r_acc_2>;
+                q3[k2] = 0;
+                q3[k2] = <q3[k2] + each lane of r_acc_2>;
             }
-            for (int32_t k5 = 0; k5 < n3; ++k5) {     the partial results, in chunk order
-                v_acc = <v_acc + q4[k5]>;
+            for (int32_t k2 = 0; k2 < c1_threads; ++k2) {  the partial results, in chunk order
+                v_acc = <v_acc + q3[k2]>;
             }
-            c1 += 8 * g2;
+            c1 += 8 * c1_gangs;
         } else {
-            for (; c1 + 7 <= <stop>; c1 += 8) { <the gang body> }   the gangs on this thread
+            for (; c1 + 7 <= <stop>; c1 += 8) {            the gangs on this thread, as without
+                <the gang body>                             threads (the chunk's names again:
+            }                                               each block declares its own)
         }
-        v_acc = <v_acc + each lane of r_acc>;         (the op's identity after threads)
-        for (; c1 <= <stop>; ++c1) { <the scalar body> }          the tail, on this thread
+        v_acc = <v_acc + each lane of r_acc>;               (the op's identity after threads)
+        for (; c1 <= <stop>; ++c1) { <the scalar body> }    the tail, on this thread
     }
 
 The chunks' bounds depend on the gangs and the thread count only, and an
@@ -108,7 +110,9 @@ class LaneThreads:
         `locals_`: the C names of the locals the reductions end in."""
         self.preamble.threaded = True
         g = self.gang
-        gangs, threads, chunk = self.temp("g"), self.temp("n"), self.temp("k")
+        gangs, threads = f"{counter}_gangs", f"{counter}_threads"
+        names = self.count, set(self.names.taken)
+        chunk = self.temp("k")
         self.line(f"const int64_t {gangs} = ({stop} - {counter} + 1) / {g};")
         self.line(f"const int32_t {threads} = nu_threads_for({gangs} * {g});")
         self.reads.update((gangs, threads))
@@ -134,6 +138,9 @@ class LaneThreads:
         self.line(f"{counter} += {g} * {gangs};")
         self.depth -= 1
         self.line("} else {")
+        # The gangs of one thread, in a block of their own, take the names the chunk took
+        # (each block declares its own): their C is as it is without threads.
+        self.count, self.names.taken = names
 
     def chunk(self, s: ir.Gang, counter: str, gangs: str, threads: str, chunk: str, partials: list) -> None:
         """One thread's chunk: its accumulators, its gangs, its partial results."""
