@@ -31,10 +31,13 @@ MIN_VARIABLE = "NUPP_THREADS_MIN"
 RUN_TIME_VARIABLES = (THREADS_VARIABLE, MIN_VARIABLE)  # not part of any compiled module's key
 MAX_THREADS = 1024
 
-# Measured on this 2-core machine (bench/thread_speed.py --crossover): a parallel region of 2 threads
-# costs about 10-15 us (GCC's libgomp, threads warm); the cheapest iterations (simd's streaming update,
-# 16 lanes at v4) about 0.3 ns each, mandelbrot's ~20 ns.  At 2^15 iterations two threads start to
-# win on the streaming kernels too; below that they lose (and on mandelbrot the loss is small).
+# Measured on this 2-core machine (python -m bench.thread_speed --crossover: every loop on 2 threads
+# against 1 by span length, GCC's libgomp): simd, the cheapest iterations (~2 ns each at 1 thread),
+# ran 1.7-1.8x faster from 2^14 to 2^16 elements while the other core was free, and lost below 2^13
+# (0.3-0.8x at 2^10-2^13: starting the threads and joining them costs microseconds).  2^15 keeps
+# the cheapest loops on one thread until two gain.  Where other processes keep the cores busy, a
+# parallel region waits up to a scheduler time slice for its second thread: a count above the free
+# cores loses then, whatever the length.
 MIN_ITERATIONS = 1 << 15
 
 
