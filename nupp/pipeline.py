@@ -318,7 +318,9 @@ def tier_builds(module: ir.Module, path: str, prefix: str, gang: int | None = No
         if shapes not in at_shapes:
             at_shapes[shapes] = shaped(lanes, choices, t.name)
         c_module = backend_named("lane-c").emit(at_shapes[shapes], path, f"{prefix}{t.name}_")
-        builds.append(TierBuild(t, (gang,) if gang else tuple(sorted({s.size for s in shapes})), c_module))
+        # no loop in gangs: the C of any pinned gang, named after one register of 4-byte lanes
+        gangs = (gang,) if gang else tuple(sorted({s.size for s in shapes})) or (t.gang,)
+        builds.append(TierBuild(t, gangs, c_module))
     return tuple(builds)
 
 

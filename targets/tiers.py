@@ -134,14 +134,13 @@ class TierBuild:
     """One tier's C inside a library (tier None: the module's scalar C), and the gangs its loops run in."""
 
     tier: Tier
-    gangs: tuple[int, ...]  # the pinned gang, else the sizes of its Gangs, sorted (none: no loop in gangs)
+    gangs: tuple[int, ...]  # the pinned gang, else the sizes of its Gangs, sorted (none: the scalar C)
     c_module: CModule
 
     @property
     def mode(self) -> str:
         """The execution's name, as nupp.executions(f) lists it: lane<gangs>-<tier>
-        (`lane16-v4`; `lane8+32-v4` where its loops' gangs differ; `lane-v4`
-        where no loop runs in gangs)."""
+        (`lane16-v4`; `lane8+32-v4` where its loops' gangs differ)."""
         return f"lane{'+'.join(map(str, self.gangs))}-{self.tier.name}"
 
 
