@@ -48,7 +48,9 @@ word), so the module needs neither 8- nor 16-bit types, and Float64 / Int64
 only where the kernel uses 64-bit values.  Locals are Function variables.
 An error (a failed assert, an integer division by zero) records its rank
 and returns: the rest of that invocation does nothing, as the scalar loop
-stops there; a break out of the span loop does the same in word BREAK.  Every float arithmetic result is decorated NoContraction.
+stops there; a break out of the span loop does the same in word BREAK.  Every float arithmetic instruction is
+decorated NoContraction, and every float result a driver may rewrite is hidden from the instructions that
+use it (KernelWriter.op), for wgpu drops NoContraction.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ HEADER_WORDS = 3  # start, count, a zero (KernelWriter.unknown_zero)
 _BITS = {F32: U32, F64: U64, I32: U32, U32: U32, I64: U64, U64: U64}
 _SIGN = {F32: 1 << 31, F64: 1 << 63}
 FLOAT_ARITHMETIC = ("OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFNegate")
+# instructions whose float results a driver's optimizer may rewrite (KernelWriter.op)
+REWRITABLE = FLOAT_ARITHMETIC + ("OpFConvert", "OpConvertSToF", "OpConvertUToF", "OpExtInst")
 
 
 @dataclass(frozen=True)
@@ -224,8 +228,24 @@ class KernelWriter:
 
     # ---- instructions ------------------------------------------------------------------
     def op(self, opname: str, width: Width, *operands) -> int:
-        """An instruction whose result has `width`'s type."""
-        return self.typed(opname, self.t(width), *operands)
+        """An instruction whose result has `width`'s type, out of reach of a driver's rewriting.
+
+        Mesa rewrites float instructions not marked exact by rules that hold
+        for finite numbers only: a - a to 0, (a + b) - a to b, a*b + a*c to
+        a*(b + c), a*b + c to a fused multiply-add, ...  NoContraction marks
+        an instruction exact, but wgpu's translation (naga) drops it, and
+        SPIR-V passthrough, which would keep it, is a feature wgpu-native does
+        not offer.  Each such rule matches an instruction whose operand is a
+        float instruction, a constant, or the other operand.  So the float
+        result of a REWRITABLE instruction reaches later ones only through
+        `opaque`, literals are opaque (expr_Const), and a - b is
+        a + `negated`(b): no two operands of a float instruction are one value
+        unless the program's are (a * a, a + a: exact rules)."""
+        if opname == "OpFSub":
+            a, b = operands
+            return self.op("OpFAdd", width, a, self.negated(b, width))
+        result = self.typed(opname, self.t(width), *operands)
+        return self.opaque(result, width) if opname in REWRITABLE and width.is_float else result
 
     def typed(self, opname: str, type_id: int, *operands) -> int:
         result = self.f.value(opname, type_id, *operands)
@@ -236,31 +256,25 @@ class KernelWriter:
     def ext(self, name: str, width: Width, *operands) -> int:
         return self.op("OpExtInst", width, self.glsl, GLSL_STD_450[name], *operands)
 
-    def product(self, width: Width, a: int, b: int) -> int:
-        """a * b rounded once, and no driver can fuse it into a later add: it
-        is added to a -0.0 that only the arguments buffer holds (x + -0.0 is x,
-        every x, so nothing changes; a driver that fuses makes that one add an
-        exact fma).  NoContraction says the same, but naga (wgpu) drops it, and
-        lavapipe then fuses binary32 a * b + c."""
-        return self.op("OpFAdd", width, self.op("OpFMul", width, a, b), self.negative_zero(width))
-
     def unknown_zero(self, width: Width) -> int:
         """An integer zero of `width`, read from the arguments buffer: a value no
         driver knows, so that no rule of its optimizer can see through it."""
         zero = self.load_word(self.arguments, self.m.constant(self.uint, 2))
         return self.op("OpUConvert", width, zero) if width.bits == 64 else zero
 
-    def negative_zero(self, width: Width) -> int:
-        """-0.0 of a float width that no driver knows: x + it is x, for every x."""
-        bits = self.op("OpBitwiseXor", _BITS[width], self.unknown_zero(_BITS[width]), self.const(_SIGN[width], _BITS[width]))
-        return self.op("OpBitcast", width, bits)
+    def negated(self, x: int, width: Width) -> int:
+        """-x of a float width: its bits with the sign flipped by a mask no
+        driver knows, so no rule of its optimizer sees a negation (a NaN's
+        sign may differ from OpFNegate's, which no result shows)."""
+        bits = _BITS[width]
+        mask = self.op("OpBitwiseXor", bits, self.unknown_zero(bits), self.const(_SIGN[width], bits))
+        return self.op("OpBitcast", width, self.op("OpBitwiseXor", bits, self.op("OpBitcast", bits, x), mask))
 
     def opaque(self, x: int, width: Width) -> int:
         """x, through an or with a zero no driver knows: no rule of its optimizer
         matches across it.  lavapipe folds 0.0 + x to x and x * 0.0 to 0 (wrong
         for -0, infinities and NaN) even under NoContraction and
-        SignedZeroInfNanPreserve, and through naga (which drops NoContraction)
-        it would simplify (s - (s - p)) to p, undoing an exact TwoSum."""
+        SignedZeroInfNanPreserve; `op` says what else it guards against."""
         unsigned = _BITS[width]
         bits = x if unsigned is width else self.op("OpBitcast", unsigned, x)
         bits = self.op("OpBitwiseOr", unsigned, bits, self.unknown_zero(unsigned))

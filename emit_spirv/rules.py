@@ -13,7 +13,8 @@ instructions, never a driver's idea of them:
     min, max        compare and select, NaN and -0 < +0 as the C helpers
                     (GLSL's FMin/FMax pick the other operand of a NaN)
     binary32        single operations, each rounded once, decorated
-                    NoContraction; NaN canonical where it can be seen
+                    NoContraction and hidden from a driver's rewriting
+                    (KernelWriter.op); NaN canonical where it can be seen
                     (`canonical_f32` at stores, bits, min, max, exp)
     fma.f32         correctly rounded from exact operations, never a driver's
                     Fma (lavapipe's is not fused): a * b is exact in binary64,
@@ -202,12 +203,12 @@ def _mod_f64(w, args):
     """Lua 5.1's a - floor(a / b) * b, each step rounded once."""
     a, b = args
     q = w.ext("Floor", F64, w.op("OpFDiv", F64, a, b))
-    return w.op("OpFSub", F64, a, w.product(F64, q, b))
+    return w.op("OpFSub", F64, a, w.op("OpFMul", F64, q, b))
 
 
 SPIRV_OPS.update({
     "add.f64": _plain("OpFAdd", F64), "sub.f64": _plain("OpFSub", F64),
-    "mul.f64": lambda w, a: w.product(F64, *a), "div.f64": _plain("OpFDiv", F64),
+    "mul.f64": _plain("OpFMul", F64), "div.f64": _plain("OpFDiv", F64),
     "neg.f64": _plain("OpFNegate", F64),
     "idiv.f64": lambda w, a: w.ext("Floor", F64, w.op("OpFDiv", F64, *a)),
     "mod.f64": _mod_f64,
@@ -217,7 +218,7 @@ SPIRV_OPS.update({
     "ceil.f64": lambda w, a: w.ext("Ceil", F64, a[0]),
     "min.f64": _min_max("min", F64), "max.f64": _min_max("max", F64),
     "add.f32": _plain("OpFAdd", F32), "sub.f32": _plain("OpFSub", F32),
-    "mul.f32": lambda w, a: w.product(F32, *a), "div.f32": _plain("OpFDiv", F32),
+    "mul.f32": _plain("OpFMul", F32), "div.f32": _plain("OpFDiv", F32),
     "neg.f32": _plain("OpFNegate", F32),
     "sqrt.f32": lambda w, a: w.ext("Sqrt", F32, a[0]),
     "abs.f32": lambda w, a: w.ext("FAbs", F32, a[0]),
@@ -229,11 +230,11 @@ SPIRV_OPS.update({
 
 def _fma_f32_body(w, params) -> int:
     a, b, c = params
-    p = w.product(F64, w.op("OpFConvert", F64, a), w.op("OpFConvert", F64, b))  # exact
+    p = w.op("OpFMul", F64, w.op("OpFConvert", F64, a), w.op("OpFConvert", F64, b))  # exact
     c64 = w.op("OpFConvert", F64, c)
-    s = w.opaque(w.op("OpFAdd", F64, p, c64), F64)
-    # TwoSum: s + e == p + c exactly (opaque: no optimizer may simplify it away)
-    bb = w.opaque(w.op("OpFSub", F64, s, p), F64)
+    s = w.op("OpFAdd", F64, p, c64)
+    # TwoSum: s + e == p + c exactly (KernelWriter.op makes each float result opaque: no driver undoes it)
+    bb = w.op("OpFSub", F64, s, p)
     e = w.op("OpFAdd", F64, w.op("OpFSub", F64, p, w.op("OpFSub", F64, s, bb)), w.op("OpFSub", F64, c64, bb))
     # round to odd: an inexact s with an even significand moves one unit toward e
     bits = w.op("OpBitcast", U64, s)

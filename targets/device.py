@@ -289,8 +289,10 @@ class WgpuRunner(Runner):
         unsigned on uint operands (OpSNegate on uint is refused): bitcast operands to int first;
       * OpSMod goes through a float division (2147483647 smod 5 gives -33), and lavapipe's
         own OpSMod is a remainder (-7 smod 3 gives -1): derive the modulo from OpSRem;
-      * NoContraction is dropped, and lavapipe then fuses binary32 a * b + c (emit_spirv's
-        KernelWriter.product keeps every product out of reach of a fusion)."""
+      * NoContraction is dropped (and with it the exactness Mesa gives a decorated instruction:
+        lavapipe then folds x - x to 0, (x + y) - x to y, and fuses binary32 a * b + c), and SPIR-V
+        passthrough, which would keep it, is a feature wgpu-native does not offer: emit_spirv's
+        KernelWriter.op keeps every float result out of reach of such rewriting."""
 
     kind = "wgpu"
 

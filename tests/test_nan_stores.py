@@ -84,16 +84,10 @@ def _expected_bits(x: float, f: np.float32) -> dict[str, int]:
         return {"diff": bits(a - a), "root": bits(np.sqrt(f)), "narrowed": bits(a)}
 
 
-# wgpu's translation loses the kernel's exactness: x - x runs as 0 even for an
-# infinity or a NaN (the raw Vulkan runner gives NaN)
-WGPU_FOLDS_X_MINUS_X = pytest.mark.xfail(strict=True, reason="spirv-wgpu computes inf - inf and NaN - NaN as 0")
-
-
 def _executions():
     """The interpreter, scalar C and lane C at the best tier and every gang under each compiler,
     SPIR-V where a device opens."""
-    return [pytest.param(e, id=e.name, marks=[WGPU_FOLDS_X_MINUS_X] if e.name == "spirv-wgpu" else [])
-            for e in all_executions(tiers=runnable_tiers()[-1:])]
+    return [pytest.param(e, id=e.name) for e in all_executions(tiers=runnable_tiers()[-1:])]
 
 
 @pytest.fixture(scope="module")
