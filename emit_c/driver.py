@@ -38,9 +38,11 @@ Comparison (LANGUAGE.md section 3): statuses by the error's text (0 when
 none); a result when the status is 0; every element field of every span after
 the call, failing calls included.  binary64 values agree when their bits are
 equal or both are NaN (ordinary binary64 arithmetic may give either NaN
-sign); everything else, binary32 included (a NaN stored is canonical), to
-the bit.  The digest hashes the scalar C's values with every binary64 NaN
-as one pattern, so two compilers' digests agree exactly when their values do.
+sign), and so do float fields (a store narrows binary64 as it is); everything
+else, a float result included (the f32 surface's: canonical), to the bit.
+The digest hashes the scalar C's values with every NaN of a field or of a
+binary64 result as one pattern, so two compilers' digests agree exactly when
+their values do.
 """
 
 from __future__ import annotations
@@ -204,6 +206,9 @@ static uint32_t nu_f32_bits(float x) { uint32_t b; memcpy(&b, &x, 4); return b; 
 /* binary64: equal bits or both NaN; the digest sees every binary64 NaN as one */
 static int nu_f64_same(double a, double b) { return nu_f64_bits(a) == nu_f64_bits(b) || (a != a && b != b); }
 static uint64_t nu_f64_key(double x) { return x != x ? UINT64_C(0x7FF8000000000000) : nu_f64_bits(x); }
+/* a float field the same: it stores binary64 narrowed as it is, so any NaN equals any NaN */
+static int nu_f32_same(float a, float b) { return nu_f32_bits(a) == nu_f32_bits(b) || (a != a && b != b); }
+static uint32_t nu_f32_key(float x) { return x != x ? UINT32_C(0x7FC00000) : nu_f32_bits(x); }
 
 #define NU_PICK(table, r) (table[(r) % (sizeof table / sizeof table[0])])
 #define NU_MODERATE(r) ((int64_t)((r) % 2001u) - 1000)   /* an integer in [-1000, 1000] */
@@ -354,7 +359,7 @@ def _struct_code(ctx: ModuleContext, s: ir.StructDef) -> str:
         f, kind = fields[name], FIELD_KINDS[storage]
         fill.append(f"{INDENT * 2}p[i].{f} = nu_gen_{kind}(g, trip[{j}]);")
         a, b = f"a[i].{f}", f"b[i].{f}"
-        bits_a, bits_b, key, differs = _value_bits(kind, a, b)
+        bits_a, bits_b, key, differs = _value_bits(kind, a, b, field=True)
         same.append(f"{INDENT * 2}if ({differs}) {{ *field = \"{name}\"; *x = {bits_a}; *y = {bits_b}; return i; }}")
         hash_.append(f"{INDENT * 2}h = nu_fnv(h, {key}, 8);")
         show.append(f"{INDENT * 2}printf(\"value\\t%s\\t%d\\t%d\\t%s[%d].{name}\\t0x%llx\\n\", fn, (int)len, c, span, "
@@ -393,10 +398,13 @@ static void show_{c_name}(const char *fn, const char *span, int32_t len, int c, 
 """
 
 
-def _value_bits(kind: str, a: str, b: str) -> tuple[str, str, str, str]:
-    """C expressions of two values of `kind`: a's bits, b's bits, a's digest key, 'they differ'."""
+def _value_bits(kind: str, a: str, b: str, field: bool = False) -> tuple[str, str, str, str]:
+    """C expressions of two values of `kind`: a's bits, b's bits, a's digest key, 'they differ'.
+    A float `field`'s NaN agrees with any NaN; a float result's is exact (the f32 surface's)."""
     if kind == "f64":
         return f"nu_f64_bits({a})", f"nu_f64_bits({b})", f"nu_f64_key({a})", f"!nu_f64_same({a}, {b})"
+    if kind == "f32" and field:
+        return f"nu_f32_bits({a})", f"nu_f32_bits({b})", f"nu_f32_key({a})", f"!nu_f32_same({a}, {b})"
     if kind == "f32":
         return f"nu_f32_bits({a})", f"nu_f32_bits({b})", f"nu_f32_bits({a})", f"nu_f32_bits({a}) != nu_f32_bits({b})"
     mask = "" if kind in ("int64", "uint64", "bool") else f" & UINT64_C(0x{(1 << int(kind.lstrip('uint'))) - 1:x})"

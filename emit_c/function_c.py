@@ -279,17 +279,20 @@ class FunctionEmitter:
         self.line(f"{pointer}[{self.index(s.index)} - 1].{fields[s.field]} = {value};")
 
     def store_value(self, e, value: str, storage) -> str:
-        """A value as its field stores it: a float field takes binary32 with the
-        canonical NaN, an integer field reduces modulo 2^bits (to unsigned first:
-        defined for every value; then to a signed type, modular on GCC and Clang)."""
+        """A value as its field stores it: a float field takes binary32, a
+        binary32 value's NaN canonical (FieldStorage.stores_canonical_nan), an
+        integer field reduces modulo 2^bits (to unsigned first: defined for
+        every value; then to a signed type, modular on GCC and Clang)."""
         width = e.width
         target = FIELD_C_TYPES[storage.name]
         if storage.is_float:
             if storage.bits == 32:
                 if isinstance(e, ir.Const):
                     return value  # a literal NaN is NAN, the canonical one
+                if not storage.stores_canonical_nan(width):
+                    return f"(float){value}"
                 self.mod.helpers.add("nu_f32_canon")
-                return f"nu_f32_canon({bare(value)})" if width is Width.F32 else f"nu_f32_canon((float){value})"
+                return f"nu_f32_canon({bare(value)})"
             return value if width is Width.F64 else f"(double){value}"
         if width.bits == storage.bits and width.is_signed == storage.signed:
             return value

@@ -35,8 +35,10 @@ computes them:
                                C's fmaf (correctly rounded), exp the defined
                                clamp / Horner-with-fmaf / 7 squarings.  Every
                                NaN is the canonical 0x7FC00000 wherever it can
-                               be seen: `nu_f32_canon` at a store to a float
-                               field and on a float result, `bits`, min, max,
+                               be seen: `nu_f32_canon` at a store of binary32
+                               to a float field (binary64 narrowed by a store
+                               is ordinary arithmetic's NaN: kept as narrowing
+                               leaves it) and on a float result, `bits`, min, max,
                                exp and fromBits by their helpers.  (x86 makes
                                0xFFC00000 for an invalid operation and keeps
                                payloads; inside an expression or a local that

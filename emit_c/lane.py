@@ -1002,22 +1002,30 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         return text if text.isidentifier() else self.named(Width.BOOL, text)
 
     def convert(self, e: ir.Op) -> str:
-        """A C conversion per lane.  Narrowing a binary64 vector that is a
-        binary32 vector promoted gives that vector back: exact but for a NaN's
-        quiet bit, which no program observes (NaNs are made canonical where
-        they become visible).  Floats load as binary64, so `f32.narrow` of a
-        float field is common; the pair would cost two conversions."""
+        """A C conversion per lane (narrowing: `narrowed`)."""
         source = e.args[0]
-        if (e.op == "narrow.f64.f32" and isinstance(source, ir.Load) and source.index == self.counter
-                and self.field_of(source.span, source.field)[1].name == "float"):
-            return self.gather_stored(source)[0]  # the float field's binary32, never widened
+        if e.op == "narrow.f64.f32":
+            return self.narrowed(source)
         arg = self.vector_expr(source)
-        if e.op == "narrow.f64.f32" and arg in self.promoted:
-            return self.promoted[arg]
         t = self.converted(arg, ELEMENTS[source.width], ELEMENTS[e.width])
         if e.op == "promote.f32.f64":
             self.promoted[t] = arg
         return t
+
+    def narrowed(self, source) -> str:
+        """The binary32 lanes of a binary64 expression by C's conversion (narrow,
+        and a store to a float field).  A binary64 vector that is a binary32
+        vector promoted gives that vector back: exact but for a NaN's quiet bit,
+        which no program observes (a NaN is "a NaN" or made canonical where it
+        becomes visible).  Floats load as binary64, so narrowing a float field's
+        load is common; the pair would cost two conversions."""
+        if (isinstance(source, ir.Load) and source.index == self.counter
+                and self.field_of(source.span, source.field)[1].name == "float"):
+            return self.gather_stored(source)[0]  # the float field's binary32, never widened
+        arg = self.vector_expr(source)
+        if arg in self.promoted:
+            return self.promoted[arg]
+        return self.converted(arg, ELEMENTS[Width.F64], ELEMENTS[Width.F32])
 
     def converted(self, vector: str, source: str, target: str) -> str:
         """A temporary of `vector`'s lanes (C type `source`) converted to `target`

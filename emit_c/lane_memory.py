@@ -9,7 +9,7 @@ never reads the span, the field vectors are interleaved and written the same
 way (writing later is invisible: the span is disjoint from every other, the
 rewrite checked).  Other structs are read lane by lane, each lane's element
 in the vector's initializer, and written lane by lane, a masked lane's store
-skipped.  A stored binary32 has its NaNs made canonical by a vector blend.
+skipped.  A stored binary32 value has its NaNs made canonical by a vector blend.
 What a load read stays in scope for the loads after it (`loaded`: the block's
 vectors, the field's vector) until a store to its span or the end of its
 block; the emitter drops it before a statement whose blocks store to the span.
@@ -28,7 +28,7 @@ from nupp.emit_c.lane_vectors import BLEND, LANE, SIZES
 from nupp.emit_c.function_c import bare
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.walk import own_exprs, statements, subexprs
-from nupp.scalar_ir.widths import FIELD_STORAGE
+from nupp.scalar_ir.widths import FIELD_STORAGE, Width
 
 
 class LaneMemory:
@@ -114,10 +114,11 @@ class LaneMemory:
 
     def stored_vector(self, e, storage) -> str:
         """The vector of e's lanes as its field stores them (store_value's rule):
-        a float field takes binary32 with NaNs made canonical (a blend with
-        0x7FC00000 where `x != x`), a double field binary64; an integer field
-        each lane reduced modulo 2^bits: a C conversion to the unsigned type of
-        its size (lane by lane for 8- and 16-bit fields, as store_value)."""
+        a float field takes binary32, binary64 narrowed, a binary32 value's NaNs
+        made canonical (a blend with 0x7FC00000 where `x != x`); a double field
+        binary64; an integer field each lane reduced modulo 2^bits: a C
+        conversion to the unsigned type of its size (lane by lane for 8- and
+        16-bit fields, as store_value)."""
         stored = FIELD_C_TYPES[storage.name]
         if not storage.is_float:
             if stored not in SIZES:
@@ -127,10 +128,10 @@ class LaneMemory:
                 return vector
             unsigned = self.converted(vector, c_type(e.width), f"uint{storage.bits}_t")
             return self.named_typed(stored, f"({self.vector_of(stored)}){unsigned}")
-        vector = self.vector_expr(e)
-        if c_type(e.width) != stored:
-            vector = self.converted(vector, c_type(e.width), stored)
-        if stored != "float" or isinstance(e, ir.Const):
+        if storage.bits == 32 and e.width is Width.F64:
+            return self.narrowed(e)  # ordinary arithmetic's NaN stays "a NaN" (stores_canonical_nan)
+        vector = self.vector_expr(e)  # the field's own width (the verifier's store-width)
+        if isinstance(e, ir.Const) or not storage.stores_canonical_nan(e.width):
             return vector
         bits = self.vector_of("int32_t")
         nan = self.named_typed("int32_t", "{" + ", ".join(["0x7FC00000"] * self.width) + "}")

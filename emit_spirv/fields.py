@@ -6,8 +6,9 @@ an int8..uint16 field sits inside one word, at a byte offset known when the
 stride is a multiple of 4 (admit.py refuses stores otherwise, and a load then
 computes the shift).  A load gives the field's load width (a float widens to
 binary64, int8..uint16 extend to int32); a store takes the value as the C
-emitter's `store_value` does: a float field the binary32 with the canonical
-NaN, a number field binary64, an integer field the value modulo 2^bits.
+emitter's `store_value` does: a float field the binary32 (a binary32 value's
+NaN canonical: FieldStorage.stores_canonical_nan), a number field binary64,
+an integer field the value modulo 2^bits.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def store_field(w, s: ir.Store, value: int) -> None:
     width = s.value.width
     if storage.is_float:
         if storage.bits == 32:
-            value = canonical_f32(w, value if width is F32 else narrow(w, value))
+            value = canonical_f32(w, value) if storage.stores_canonical_nan(width) else narrow(w, value)
             return _store_words(w, buffer, word, w.to_words(value, F32))
         return _store_words(w, buffer, word, w.to_words(value, F64))
     if storage.bits == 64:

@@ -489,7 +489,9 @@ class Checker:
         storage = FIELD_STORAGE[ftype]
         expr = self.expr(value)
         what = f"field '{target.name}' ({ftype}) of {struct.name}"
-        if storage.store_width is not None:
+        if not isinstance(expr, Literal) and expr.width is not None and storage.takes(expr.width):
+            converted = expr  # the store narrows or reduces it (binary64 to a float field: no f32.narrow)
+        elif storage.store_width is not None:
             converted = self.assignment(expr, storage.store_width, value, what)
         else:
             converted = self.integer_store(expr, storage, value, what)
@@ -498,13 +500,13 @@ class Checker:
         return [ir.Store(span.name, counter, target.name, converted, _loc(target))]
 
     def integer_store(self, value, storage: FieldStorage, node, what: str):
-        """An integer field takes an integer of any width, reduced modulo 2^N of the
-        field (LANGUAGE.md section 4); an integer literal takes the width a load of
-        the field gives, and a fractional one is binary64 (section 2)."""
+        """What an integer field does not take as it is (FieldStorage.takes: an
+        integer of any width): an integer literal takes the width a load of the
+        field gives, and a fractional one is binary64 (LANGUAGE.md section 2)."""
         if isinstance(value, Literal) and value.is_integer:
             return self.literal_const(value, storage.load_width)
         width = F64 if isinstance(value, Literal) else value.width
-        if width is None or width.is_int:
+        if width is None:
             return value
         shown = self.literal_text(value) if isinstance(value, Literal) else _a(width)
         wrap_width = (I64 if storage.signed else U64) if storage.bits == 64 else (I32 if storage.signed else U32)

@@ -82,11 +82,36 @@ class FieldStorage:
 
     @property
     def store_width(self) -> Width | None:
-        """The width a stored value must have; None for integer fields, which
-        take any integer width reduced modulo 2^bits (LANGUAGE.md section 4)."""
+        """The width a value the field does not take as it is (`takes`: a
+        literal, an integer or binary32 for a double field) is converted to;
+        None for integer fields (their rules: the checker's integer_store)."""
         if self.is_float:
             return Width.F32 if self.bits == 32 else Width.F64
         return None
+
+    def takes(self, value: Width) -> bool:
+        """Whether a store takes a `value`-wide value as it is, no conversion
+        written in the IR: the store itself narrows or reduces it.  An integer
+        field takes every integer width, reduced modulo 2^bits (LANGUAGE.md
+        section 4); a float field binary32 and binary64, which the store
+        narrows (section 2: a store narrows); a double field binary64."""
+        if not self.is_float:
+            return value.is_int
+        return value is Width.F64 or (self.bits == 32 and value is Width.F32)
+
+    def stores_canonical_nan(self, value: Width) -> bool:
+        """Whether a store of a `value`-wide value makes its NaN canonical.
+
+        The rule of every execution: a binary32 value's NaN is 0x7FC00000
+        wherever it becomes visible (a float field, a float result, `bits`),
+        since it may be a nupp.math.f32 result, exact to the bit (LANGUAGE.md
+        section 3).  No emitter tracks where a binary32 came from, so a float
+        local holding narrowed binary64 stores the canonical NaN too: a valid
+        answer for ordinary arithmetic's NaN.  A binary64 value's NaN is
+        ordinary arithmetic's (a promoted f32 result's included, as in a
+        number field), its payload and sign not observable: a float field
+        stores it as the hardware's narrowing leaves it."""
+        return self.is_float and self.bits == 32 and value is Width.F32
 
 
 FIELD_STORAGE: dict[str, FieldStorage] = {s.name: s for s in (

@@ -226,17 +226,27 @@ def call(module, function: str, args: tuple) -> Outcome:
     return Outcome(error, result, [a for a in args if isinstance(a, np.ndarray)])
 
 
-def field_differences(a: np.ndarray, b: np.ndarray) -> list[str]:
-    """Rows where two arrays of one struct dtype differ (binary64 fields: any NaN equals any NaN)."""
+def same_values(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
+    """Per element of two arrays of one field: whether they agree as LANGUAGE.md
+    section 3 compares.  Equal bits, or, in a float or number field, both NaN:
+    a NaN's payload and sign from ordinary arithmetic are not observable, and a
+    store narrows binary64 as it is.  `exact`: a float field that holds
+    nupp.math.f32 results, which agree to the bit (canonical NaN included)."""
+    width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+    same = a.view(width) == b.view(width)
+    if a.dtype.kind == "f" and not exact:
+        same |= np.isnan(a) & np.isnan(b)
+    return same
+
+
+def field_differences(a: np.ndarray, b: np.ndarray, exact: tuple[str, ...] = ()) -> list[str]:
+    """Rows where two arrays of one struct dtype differ (same_values; the fields
+    named in `exact` hold nupp.math.f32 results and compare to the bit)."""
     problems = []
     assert a.dtype == b.dtype and a.shape == b.shape
     for name in a.dtype.names:
         fa, fb = a[name], b[name]
-        if fa.dtype == np.float64:
-            same = (fa.view(np.uint64) == fb.view(np.uint64)) | (np.isnan(fa) & np.isnan(fb))
-        else:
-            width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[fa.dtype.itemsize]
-            same = fa.view(width) == fb.view(width)
+        same = same_values(fa, fb, exact=name in exact)
         for row in np.flatnonzero(~same)[:5]:
             problems.append(f"row {row} field {name}: {fa[row]!r} ({fa[row:row + 1].tobytes().hex()}) vs "
                             f"{fb[row]!r} ({fb[row:row + 1].tobytes().hex()})")

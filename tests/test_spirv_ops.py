@@ -72,7 +72,7 @@ from .kernelgen import F32_EDGE_BITS, INT_EDGES, edge_array, field_edges, garbag
 from .test_device_runner import open_runner
 from .test_emit_c import hard_cases
 from .test_lane_c import write_test_kernels
-from .test_native_differential import FULL_ROWS, KERNELS, RANDOM_ROWS, Kernel, kernel_inputs
+from .test_native_differential import FULL_ROWS, KERNELS, RANDOM_ROWS, Kernel, kernel_inputs, same_values
 from .test_runtime_math import constructed_double_rounding_cases, near_tie_fma_cases
 
 F64, F32, I32, U32, I64, U64, BOOL = (Width.F64, Width.F32, Width.I32, Width.U32,
@@ -150,20 +150,11 @@ def scalar_call(built: Built, function: str, args: tuple) -> Outcome:
     return Outcome(error, [a for a in args if isinstance(a, np.ndarray)])
 
 
-def same_field(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per row: equal bits, or (binary64) both NaN."""
-    width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
-    same = a.view(width) == b.view(width)
-    if a.dtype == np.float64:
-        same |= np.isnan(a) & np.isnan(b)
-    return same
-
-
 def differences(got: np.ndarray, want: np.ndarray, inputs=()) -> list[str]:
     """The rows where two arrays of one struct dtype differ, with the input rows."""
     problems = []
     for name in got.dtype.names:
-        for row in np.flatnonzero(~same_field(got[name], want[name]))[:6]:
+        for row in np.flatnonzero(~same_values(got[name], want[name]))[:6]:
             shown = ", ".join(str(x[row].tolist()) for x in inputs if row < len(x))
             problems.append(f"row {row} field {name}: {got[name][row]!r} "
                             f"({got[name][row:row + 1].tobytes().hex()}) vs {want[name][row]!r} "
@@ -615,8 +606,8 @@ def test_a_failure_in_element_k_stops_where_the_scalar_loop_stops(device, errors
     assert outcome.error == f"{errors_built.path}:{ERROR_LINES[what]}: integer division by zero"
     after = outcome.spans[0]
     assert differences(after[k:], out[k:]) == [], "elements after k are untouched"
-    assert not np.any(same_field(after["b"][:k - 1], out["b"][:k - 1])), "elements before k are written"
-    written_in_k = [name for name in after.dtype.names if not same_field(after[name][k - 1:k], out[name][k - 1:k])[0]]
+    assert not np.any(same_values(after["b"][:k - 1], out["b"][:k - 1])), "elements before k are written"
+    written_in_k = [name for name in after.dtype.names if not same_values(after[name][k - 1:k], out[name][k - 1:k])[0]]
     stores = ["a", "q", "r", "w", "z", "b"]
     assert written_in_k == stores[:stores.index({"y": "q", "u": "r", "v": "w", "t": "z"}[what])]
 

@@ -201,13 +201,17 @@ def test_load_width():
 
 
 @pytest.mark.parametrize("fname,value,words", [
-    ("f", c(1.0, F64), "takes f32"),
+    ("f", c(1, I32), "takes f64 or f32"),
     ("d", c(1.0, F32), "takes f64"),
     ("a", c(1.0, F64), "integer width"),
     ("b", c(True, BOOL), "integer width"),
 ])
 def test_store_width(fname, value, words):
     expect(kernel(store("out", fname, value)), "store-width", f".{fname}", words)
+
+
+def test_a_float_field_takes_binary64_and_narrows_it_itself():
+    assert_clean(kernel(store("out", "f", load("inp", "d", F64)), store("out", "f", c(1.0, F32))))
 
 
 def test_calls():

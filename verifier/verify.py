@@ -43,12 +43,14 @@ Widths (the opcode table, ops.OPS, is the only authority)
                        function returning nothing returns no value
   missing-return       a function with a result never falls off its end
   load-width           a Load's width is its field's load width (FieldStorage.load_width)
-  store-width          a stored value has the field's store width: f32 to a float
-                       field, f64 to a number/double field, any integer width (never
-                       a float or bool) to an integer field
+  store-width          a stored value has a width its field takes (FieldStorage.takes):
+                       f32 or f64 to a float field (the store narrows f64), f64 to a
+                       number/double field, any integer width (never a float or
+                       bool) to an integer field (the store reduces it)
   => no implicit conversions: since every operand, initializer, assignment, return,
      argument and store must already have the width its consumer takes, a width
-     changes only at a conversion op (widths.CONVERSIONS) the lowering wrote down.
+     changes only at a conversion op (widths.CONVERSIONS) the lowering wrote down,
+     or in a store, by its field's storage.
 
 Span access
   span-param           Load, Store and Len name a span parameter
@@ -435,14 +437,10 @@ class _FunctionVerifier:
         if span is not None and not span.type.writable:
             self.err("store-writable", f"store to %{s.span}, which is a read-only span", s)
         storage = self.field_storage(s.span, s.field, s)
-        if storage is not None and _known(w):
-            want = storage.store_width
-            if want is not None and w != want:
-                self.err("store-width", f"store of {_width_words(w)} to {storage.name} field "
-                         f"%{s.span}[%{s.index}].{s.field}, which takes {want}", s)
-            elif want is None and not (isinstance(w, Width) and w.is_int):
-                self.err("store-width", f"store of {_width_words(w)} to {storage.name} field "
-                         f"%{s.span}[%{s.index}].{s.field}, which takes an integer width", s)
+        if storage is not None and _known(w) and not (isinstance(w, Width) and storage.takes(w)):
+            takes = " or ".join(str(x) for x in Width if storage.takes(x)) if storage.is_float else "an integer width"
+            self.err("store-width", f"store of {_width_words(w)} to {storage.name} field "
+                     f"%{s.span}[%{s.index}].{s.field}, which takes {takes}", s)
         return state
 
     def stmt_If(self, s: ir.If, state, top):

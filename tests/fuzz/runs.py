@@ -15,11 +15,13 @@ and lengths that differ (the assert).  A `CallSpec` is plain data: each
 execution builds the same arrays from it.
 
 Outcomes compare as LANGUAGE.md section 3 says: the error text exactly;
-`float` fields and results to the bit (the f32 surface is exact, canonical
-NaN included); `number` fields and results to the bit except that any NaN
-equals any NaN (a NaN's payload and sign from ordinary arithmetic are not
-observable).  Any other exception (an internal error, a Python traceback)
-is a failure wherever it appears, as is a hang or a crash.
+`float` results to the bit (the f32 surface is exact, canonical NaN
+included); `number` results, and `float` and `number` fields, to the bit
+except that any NaN equals any NaN (a NaN's payload and sign from ordinary
+arithmetic are not observable, and a store narrows binary64 as it is;
+test_native_differential.same_values).  Any other exception (an internal
+error, a Python traceback) is a failure wherever it appears, as is a hang or
+a crash.
 """
 
 from __future__ import annotations
@@ -171,8 +173,8 @@ def arguments(module, spans: list[tuple[str, bool]], widths: list[str], call: Ca
 
 @dataclass
 class Outcome:
-    """What one call did: its error text or its result (canonical), the spans afterwards
-    (binary64 NaNs canonical), or an exception that is a bug wherever it appears."""
+    """What one call did: its error text or its result (canonical), the spans afterwards,
+    or an exception that is a bug wherever it appears."""
 
     error: Optional[str] = None
     result: object = None
@@ -186,16 +188,6 @@ def canonical_result(value, result_type: str):
             return "f32", struct.pack("<f", value).hex()
         return "f64", "nan" if math.isnan(value) else struct.pack("<d", value).hex()
     return type(value).__name__, value
-
-
-def canonical_span(array: np.ndarray) -> np.ndarray:
-    """A copy in which every binary64 NaN is the one NaN."""
-    out = array.copy()
-    for name in out.dtype.names:
-        if out.dtype.fields[name][0] == np.float64:
-            column = out[name]
-            column[np.isnan(column)] = np.nan
-    return out
 
 
 def failed_itself(outcome: Outcome) -> Optional[tuple[str, str]]:
@@ -214,9 +206,9 @@ def difference(reference: Outcome, other: Outcome) -> Optional[tuple[str, str]]:
         return "error-text", f"error {other.error!r}, the reference {reference.error!r}"
     if reference.result != other.result:
         return "result", f"result {other.result!r}, the reference {reference.result!r}"
+    from ..test_native_differential import field_differences
     for k, (a, b) in enumerate(zip(reference.spans, other.spans)):
-        if any(a[name].tobytes() != b[name].tobytes() for name in a.dtype.names):  # not the padding
-            from ..test_native_differential import field_differences
-            rows = field_differences(a, b)
+        rows = field_differences(a, b)  # field by field: not the padding
+        if rows:
             return "spans", f"span #{k + 1} differs in {len(rows)} places: " + "; ".join(rows[:4])
     return None

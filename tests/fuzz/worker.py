@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from .runs import CallSpec, Execution, Outcome, arguments, canonical_result, canonical_span
+from .runs import CallSpec, Execution, Outcome, arguments, canonical_result
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def _call(module, entry: Entry, call: CallSpec, runtime_error, dirty_stack) -> O
         outcome = Outcome(error=str(err))
     except Exception as err:  # noqa: BLE001 - a Python exception reaching the user is a bug
         outcome = Outcome(exception=f"{type(err).__name__}: {err}")
-    outcome.spans = [canonical_span(s) for s in args[:len(entry.spans)]]
+    outcome.spans = list(args[:len(entry.spans)])
     return outcome
 
 
