@@ -38,10 +38,11 @@ Comparison (LANGUAGE.md section 3): statuses by the error's text (0 when
 none); a result when the status is 0; every element field of every span after
 the call, failing calls included.  binary64 values agree when their bits are
 equal or both are NaN (ordinary binary64 arithmetic may give either NaN
-sign), and so do float fields (a store narrows binary64 as it is); everything
-else, a float result included (the f32 surface's: canonical), to the bit.
-The digest hashes the scalar C's values with every NaN of a field or of a
-binary64 result as one pattern, so two compilers' digests agree exactly when
+sign), and so do the float fields some store gives binary64 (the store
+narrows it, NaN as it comes: FieldStorage.stores_canonical_nan); everything
+else, binary32 results and the other float fields included (canonical NaNs),
+to the bit.  The digest hashes the scalar C's values with every NaN compared
+as "a NaN" as one pattern, so two compilers' digests agree exactly when
 their values do.
 """
 
@@ -54,7 +55,7 @@ from nupp.emit_c.helpers import C_TYPES, FIELD_C_TYPES
 from nupp.emit_c.unit import INDENT, ModuleContext
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.walk import statements, subexprs
-from nupp.scalar_ir.widths import Width
+from nupp.scalar_ir.widths import FIELD_STORAGE, Width
 
 Variant = tuple  # (symbol prefix, gang or None, errors)
 
@@ -150,7 +151,8 @@ def driver_source(module: ir.Module, path: str, variants: tuple[Variant, ...]) -
     types = "".join(ctx.struct(s) for s in module.structs)
     parts = [_PRELUDE, _edge_tables(), types, _variant_tables(variants)]
     parts += [_prototypes(ctx, fn, variants) for fn in module.functions]
-    parts += [_struct_code(ctx, s) for s in module.structs if s.fields]
+    loose = _fields_of_any_nan(module)
+    parts += [_struct_code(ctx, s, loose) for s in module.structs if s.fields]
     parts += [_check_function(ctx, k, fn, variants) for k, fn in enumerate(module.functions)]
     parts.append(_main(module))
     return "\n".join(parts)
@@ -206,7 +208,7 @@ static uint32_t nu_f32_bits(float x) { uint32_t b; memcpy(&b, &x, 4); return b; 
 /* binary64: equal bits or both NaN; the digest sees every binary64 NaN as one */
 static int nu_f64_same(double a, double b) { return nu_f64_bits(a) == nu_f64_bits(b) || (a != a && b != b); }
 static uint64_t nu_f64_key(double x) { return x != x ? UINT64_C(0x7FF8000000000000) : nu_f64_bits(x); }
-/* a float field the same: it stores binary64 narrowed as it is, so any NaN equals any NaN */
+/* a float field some store gives binary64 the same: it keeps the NaN the narrowing gives */
 static int nu_f32_same(float a, float b) { return nu_f32_bits(a) == nu_f32_bits(b) || (a != a && b != b); }
 static uint32_t nu_f32_key(float x) { return x != x ? UINT32_C(0x7FC00000) : nu_f32_bits(x); }
 
@@ -351,15 +353,33 @@ def _prototypes(ctx: ModuleContext, fn: ir.Function, variants: tuple[Variant, ..
     return "".join(f"int32_t {prefix}{fn.name}({params});\n" for prefix, _, _ in variants)
 
 
-def _struct_code(ctx: ModuleContext, s: ir.StructDef) -> str:
-    """fill_S (generate n elements), same_S (the first differing element field), hash_S, show_S."""
+def _fields_of_any_nan(module: ir.Module) -> set[tuple[str, str]]:
+    """(struct, field) of the float fields some store gives a value whose NaN
+    it keeps as it is (FieldStorage.stores_canonical_nan: binary64 narrowed),
+    "a NaN" in the comparison; every other float field holds canonical NaNs
+    (a binary32 value's, an f32 result's among them), compared to the bit."""
+    loose = set()
+    for fn in module.functions:
+        structs = {p.name: p.type.struct for p in fn.span_params()}
+        for s in statements(fn.body):
+            if isinstance(s, ir.Store):
+                struct = structs[s.span]
+                storage = FIELD_STORAGE[module.struct(struct).field_type(s.field)]
+                if storage.name == "float" and not storage.stores_canonical_nan(s.value.width):
+                    loose.add((struct, s.field))
+    return loose
+
+
+def _struct_code(ctx: ModuleContext, s: ir.StructDef, loose: set[tuple[str, str]]) -> str:
+    """fill_S (generate n elements), same_S (the first differing element field), hash_S, show_S;
+    a float field in `loose` compares any NaN equal to any NaN."""
     c_name, fields = ctx.structs[s.name]
     fill, same, hash_, show = [], [], [], []
     for j, (name, storage) in enumerate(s.fields):
         f, kind = fields[name], FIELD_KINDS[storage]
         fill.append(f"{INDENT * 2}p[i].{f} = nu_gen_{kind}(g, trip[{j}]);")
         a, b = f"a[i].{f}", f"b[i].{f}"
-        bits_a, bits_b, key, differs = _value_bits(kind, a, b, field=True)
+        bits_a, bits_b, key, differs = _value_bits(kind, a, b, any_nan=(s.name, name) in loose)
         same.append(f"{INDENT * 2}if ({differs}) {{ *field = \"{name}\"; *x = {bits_a}; *y = {bits_b}; return i; }}")
         hash_.append(f"{INDENT * 2}h = nu_fnv(h, {key}, 8);")
         show.append(f"{INDENT * 2}printf(\"value\\t%s\\t%d\\t%d\\t%s[%d].{name}\\t0x%llx\\n\", fn, (int)len, c, span, "
@@ -398,12 +418,12 @@ static void show_{c_name}(const char *fn, const char *span, int32_t len, int c, 
 """
 
 
-def _value_bits(kind: str, a: str, b: str, field: bool = False) -> tuple[str, str, str, str]:
+def _value_bits(kind: str, a: str, b: str, any_nan: bool = False) -> tuple[str, str, str, str]:
     """C expressions of two values of `kind`: a's bits, b's bits, a's digest key, 'they differ'.
-    A float `field`'s NaN agrees with any NaN; a float result's is exact (the f32 surface's)."""
+    binary64 and, with `any_nan` (a float field given binary64), binary32 agree with any NaN."""
     if kind == "f64":
         return f"nu_f64_bits({a})", f"nu_f64_bits({b})", f"nu_f64_key({a})", f"!nu_f64_same({a}, {b})"
-    if kind == "f32" and field:
+    if kind == "f32" and any_nan:
         return f"nu_f32_bits({a})", f"nu_f32_bits({b})", f"nu_f32_key({a})", f"!nu_f32_same({a}, {b})"
     if kind == "f32":
         return f"nu_f32_bits({a})", f"nu_f32_bits({b})", f"nu_f32_bits({a})", f"nu_f32_bits({a}) != nu_f32_bits({b})"
