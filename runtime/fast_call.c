@@ -50,6 +50,9 @@ typedef struct {
     enum kind kind;
     PyObject *dtype;     /* spans: the struct's dtype */
     Py_ssize_t itemsize; /* spans: its size in bytes */
+    /* spans: the last other dtype object found equal to `dtype`, and its field names as they were then
+       (renaming fields in place replaces the names tuple), so an equal dtype costs no comparison */
+    PyObject *equal_dtype, *equal_names;
 } Param;
 
 typedef struct {
@@ -125,21 +128,41 @@ static int real_of(PyObject *o, double *out)
     return 0;
 }
 
+static PyObject *NAMES; /* "names", interned */
+
+/* Whether `dtype` equals span parameter p's dtype: the same object, the equal one last seen (its
+   names unchanged), or one that compares equal, which becomes the one last seen. */
+static int same_dtype(Param *p, PyObject *dtype)
+{
+    if (dtype == p->dtype)
+        return 1;
+    PyObject *names = PyObject_GetAttr(dtype, NAMES);
+    if (names == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int same = dtype == p->equal_dtype && names == p->equal_names;
+    if (!same) {
+        same = PyObject_RichCompareBool(dtype, p->dtype, Py_EQ);
+        if (same < 0)
+            PyErr_Clear();
+        if (same == 1) {
+            Py_XSETREF(p->equal_dtype, Py_NewRef(dtype));
+            Py_XSETREF(p->equal_names, Py_NewRef(names));
+        }
+    }
+    Py_DECREF(names);
+    return same == 1;
+}
+
 /* A span argument: its pointer and length into args[0..1], its bytes; 0 when not a plain array. */
-static int span_of(const Caller *c, const Param *p, PyObject *o, nu_arg *args, Py_ssize_t *bytes)
+static int span_of(const Caller *c, Param *p, PyObject *o, nu_arg *args, Py_ssize_t *bytes)
 {
     if (!PyObject_TypeCheck(o, c->ndarray))
         return 0;
     PyArrayObject *a = (PyArrayObject *)o;
-    PyObject *dtype = (PyObject *)PyArray_DESCR(a);
-    if (dtype != p->dtype) {
-        int same = PyObject_RichCompareBool(dtype, p->dtype, Py_EQ);
-        if (same != 1) {
-            if (same < 0)
-                PyErr_Clear();
-            return 0;
-        }
-    }
+    if (!same_dtype(p, (PyObject *)PyArray_DESCR(a)))
+        return 0;
     int flags = PyArray_FLAGS(a);
     if (PyArray_NDIM(a) != 1 || !(flags & NPY_ARRAY_C_CONTIGUOUS))
         return 0;
@@ -155,7 +178,7 @@ static int span_of(const Caller *c, const Param *p, PyObject *o, nu_arg *args, P
 }
 
 /* Converts Python argument `o` for parameter `p` into args (one slot, two for a span). */
-static int argument(const Caller *c, const Param *p, PyObject *o, nu_arg *args, Py_ssize_t *bytes)
+static int argument(const Caller *c, Param *p, PyObject *o, nu_arg *args, Py_ssize_t *bytes)
 {
     long long n;
     double d;
@@ -249,7 +272,7 @@ static PyObject *caller_call(PyObject *self, PyObject *const *given, size_t narg
     const char *starts[64];
     Py_ssize_t bytes[64], spans = 0, total = 0, slot = 0;
     for (Py_ssize_t i = 0; i < params; ++i) {
-        const Param *p = &c->params[i];
+        Param *p = &c->params[i];
         Py_ssize_t span_bytes = 0;
         if (!argument(c, p, given[i], &args[slot], &span_bytes))
             return PyObject_Vectorcall(c->fallback, given, nargsf, kwnames);
@@ -294,8 +317,11 @@ static int caller_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(c->fallback);
     Py_VISIT(c->on_status);
     Py_VISIT(c->ndarray);
-    for (Py_ssize_t i = 0; i < Py_SIZE(c); ++i)
+    for (Py_ssize_t i = 0; i < Py_SIZE(c); ++i) {
         Py_VISIT(c->params[i].dtype);
+        Py_VISIT(c->params[i].equal_dtype);
+        Py_VISIT(c->params[i].equal_names);
+    }
     return 0;
 }
 
@@ -305,8 +331,11 @@ static int caller_clear(PyObject *self)
     Py_CLEAR(c->fallback);
     Py_CLEAR(c->on_status);
     Py_CLEAR(c->ndarray);
-    for (Py_ssize_t i = 0; i < Py_SIZE(c); ++i)
+    for (Py_ssize_t i = 0; i < Py_SIZE(c); ++i) {
         Py_CLEAR(c->params[i].dtype);
+        Py_CLEAR(c->params[i].equal_dtype);
+        Py_CLEAR(c->params[i].equal_names);
+    }
     return 0;
 }
 
@@ -380,7 +409,7 @@ static PyObject *make_caller(PyObject *module, PyObject *args)
     c->on_status = Py_NewRef(on_status);
     c->ndarray = (PyTypeObject *)Py_NewRef(ndarray);
     for (Py_ssize_t i = 0; i < count; ++i)
-        c->params[i].dtype = NULL;
+        c->params[i].dtype = c->params[i].equal_dtype = c->params[i].equal_names = NULL;
     int ok = kind_named(result_name, &c->result);
     for (Py_ssize_t i = 0; ok && i < count; ++i) {
         PyObject *kind, *dtype;
@@ -414,6 +443,9 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "nupp_fast_call", NUL
 PyMODINIT_FUNC PyInit_nupp_fast_call(void)
 {
     if (PyType_Ready(&CallerType) < 0)
+        return NULL;
+    NAMES = PyUnicode_InternFromString("names");
+    if (NAMES == NULL)
         return NULL;
     return PyModule_Create(&MODULE);
 }
