@@ -22,6 +22,7 @@ more than a short loop saves.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from nupp.paths import NuppEnvironmentError
@@ -49,14 +50,54 @@ class ThreadSetting:
 
 COUNT_WANTED = f"a whole number from 1 to {MAX_THREADS}"
 
+# A whole number as a variable or --threads writes it: ASCII digits, an optional +, blanks around.
+# A built program's boot.lua reads the variables without Python, by the same rule in Lua's
+# pattern syntax (environment_rule): the two patterns must say the same.
+WHOLE = re.compile(r"[ \t\n\v\f\r]*\+?([0-9]+)[ \t\n\v\f\r]*")
+WHOLE_LUA = "^%s*%+?(%d+)%s*$"
+BAD_VARIABLE = "the environment variable {name} must be {wanted}, not '{text}'; set it so or unset it"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A setting read from the environment: a whole number in [low, high]; unset or empty: `default`."""
+
+    name: str
+    default: int
+    low: int
+    high: int
+    wanted: str
+
+    def read(self) -> int:
+        """Its value in this process's environment, else NuppEnvironmentError (BAD_VARIABLE)."""
+        text = os.environ.get(self.name)
+        if not text:
+            return self.default
+        value = _whole(text, self.low, self.high)
+        if value is None:
+            raise NuppEnvironmentError(BAD_VARIABLE.format(name=self.name, wanted=self.wanted, text=text))
+        return value
+
+
+COUNT = Variable(THREADS_VARIABLE, 1, 1, MAX_THREADS, COUNT_WANTED)
+MINIMUM = Variable(MIN_VARIABLE, MIN_ITERATIONS, 0, 2**62, "a whole number of at least 0")
+
 
 def thread_setting(threads: int | None = None) -> ThreadSetting:
     """The setting of a run: `threads` (checked by the caller: check_count), else
     NUPP_THREADS, else 1; NUPP_THREADS_MIN, else MIN_ITERATIONS.  A variable that
     is not a number in range raises NuppEnvironmentError."""
-    count = threads if threads is not None else _variable(THREADS_VARIABLE, 1, 1, MAX_THREADS, COUNT_WANTED)
-    minimum = _variable(MIN_VARIABLE, MIN_ITERATIONS, 0, 2**62, "a whole number of at least 0")
-    return ThreadSetting(count, minimum)
+    return ThreadSetting(threads if threads is not None else COUNT.read(), MINIMUM.read())
+
+
+def environment_rule() -> dict:
+    """The rule thread_setting reads the variables by, for a built program's boot.lua
+    (runtime/project/boot.lua): the pattern of a whole number (its digits captured),
+    the error's text ({name}, {wanted}, {text} in it) and each variable, by the
+    ThreadSetting field it sets, its bounds as decimal digits (compared exactly)."""
+    return {"whole": WHOLE_LUA, "message": BAD_VARIABLE, "variables": {
+        field: {"name": v.name, "default": v.default, "low": str(v.low), "high": str(v.high), "wanted": v.wanted}
+        for field, v in (("count", COUNT), ("min_iterations", MINIMUM))}}
 
 
 def check_count(count: int, where: str) -> int:
@@ -74,21 +115,10 @@ def parse_count(text: str, where: str) -> int:
     return value
 
 
-def _variable(name: str, default: int, low: int, high: int, wanted: str) -> int:
-    text = os.environ.get(name)
-    if not text:
-        return default
-    value = _whole(text, low, high)
-    if value is None:
-        raise NuppEnvironmentError(f"the environment variable {name} must be {wanted}, not '{text}'; "
-                                   "set it so or unset it")
-    return value
-
-
 def _whole(text: str, low: int, high: int) -> int | None:
-    """The decimal number `text` if it is one in [low, high], else None."""
-    try:
-        value = int(text.strip(), 10)
-    except ValueError:
+    """The number `text` writes (WHOLE) if it is one in [low, high], else None."""
+    written = WHOLE.fullmatch(text)
+    if written is None:
         return None
+    value = int(written[1])
     return value if low <= value <= high else None

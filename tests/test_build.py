@@ -7,7 +7,10 @@ one module rebuilds only it; a cross build's objects are AArch64's by
 readelf, and its program, run under qemu from /, prints what `nupp run`
 prints (but for one -0 that Debian's AArch64 LuaJIT loses); every BENCH host script, built, prints what `nupp run` prints (the
 embedded LuaJIT is Debian's, not lupa's: the exact-conversion workarounds
-hold in both).
+hold in both).  A built program runs span loops on the threads NUPP_THREADS
+asks for (counted in /proc/self/status), with one thread's answer, reads the
+thread variables by nupp run's rule and refuses a bad one as nupp run does
+(exit status 2), on AArch64 too.
 
 tests/projects/demo: main requires stats, which requires lib.scale; both
 modules have @aot functions (spans, int32 wrap, int64, binary32, an integer
@@ -273,6 +276,106 @@ def test_environment_faults_are_status_2(tmp_path, demo):
     assert no_cross.returncode == 2 and "install the Debian package gcc-aarch64-linux-gnu" in no_cross.stderr
 
 
+# ---- threads ----------------------------------------------------------------------------------------
+
+# A span loop that runs on threads (an exact int32 sum), and how many threads the process has after it.
+THREADED_KERNEL = """local span = nupp.mem.span
+local struct In
+    i: int32
+end
+@aot
+local function total(borrows rows: span.Span<In>, acc: int32): int32
+    for k = 1, #rows do
+        acc = acc + rows[k].i
+    end
+    return acc
+end
+return {In = In, total = total}
+"""
+THREADED_MAIN = """local m = require("kernel")
+local rows = nupp.mem.span.new(m.In, 100003)
+for i = 1, #rows do rows[i].i = i * 7919 end
+print(m.total(rows, 0))
+local status = io.open("/proc/self/status"):read("*a")
+io.stderr:write("threads ", status:match("Threads:%s*(%d+)"), "\\n")
+"""
+THREADED_SUM = sum(i * 7919 for i in range(1, 100004)) % 2**32
+THREADED_SUM -= 2**32 if THREADED_SUM >= 2**31 else 0  # int32 addition wraps
+
+
+def thread_environment(**settings) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUPP_THREADS", "NUPP_THREADS_MIN")}
+    return {**env, **settings}
+
+
+@pytest.fixture(scope="module")
+def threaded(tmp_path_factory) -> Path:
+    """A built project whose one span loop runs on the threads NUPP_THREADS asks for."""
+    require_luajit_library()
+    project = tmp_path_factory.mktemp("threaded")
+    (project / "nupp.toml").write_text('[project]\nname = "threaded"\nmain = "main.nupp"\n')
+    (project / "kernel.nupp").write_text(THREADED_KERNEL)
+    (project / "main.nupp").write_text(THREADED_MAIN)
+    built(project, project / "build")
+    return project
+
+
+@pytest.mark.parametrize("settings, threads", [({}, 1), ({"NUPP_THREADS": "2"}, 2),
+                                               ({"NUPP_THREADS": "3", "NUPP_THREADS_MIN": "0"}, 3),
+                                               ({"NUPP_THREADS": "2", "NUPP_THREADS_MIN": "200000"}, 1)],
+                         ids=["default", "two", "three-min-0", "two-above-min"])
+def test_a_built_program_runs_span_loops_on_the_threads_nupp_threads_asks_for(threaded, settings, threads):
+    done = run(threaded / "build" / "bin" / "threaded", env=thread_environment(**settings))
+    assert outcome(done) == (0, f"{THREADED_SUM}\n"), done.stderr
+    assert done.stderr == f"threads {threads}\n"  # the launcher's LuaJIT and OpenMP's threads: no other
+
+
+BAD_THREAD_SETTINGS = [("NUPP_THREADS", "0", "a whole number from 1 to 1024"),
+                       ("NUPP_THREADS", "1025", "a whole number from 1 to 1024"),
+                       ("NUPP_THREADS_MIN", "-1", "a whole number of at least 0")]
+
+
+@pytest.mark.parametrize("variable, value, wanted", BAD_THREAD_SETTINGS, ids=[f"{v}={t}" for v, t, _ in BAD_THREAD_SETTINGS])
+def test_a_bad_thread_variable_stops_a_built_program_as_it_stops_nupp_run(threaded, variable, value, wanted):
+    env = thread_environment(**{variable: value})
+    got = run(threaded / "build" / "bin" / "threaded", env=env)
+    expected = nupp("run", ".", cwd=threaded, env=env)
+    message = f"the environment variable {variable} must be {wanted}, not '{value}'; set it so or unset it\n"
+    assert (expected.returncode, expected.stdout, expected.stderr) == (2, "", f"nupp run: error: {message}")
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", f"threaded: error: {message}")
+
+
+# What a whole number is, from the docs (a count from 1 to 1024; a minimum of at least 0, up to 2^62):
+# decimal ASCII digits, a + allowed, blanks around; bounds exact however many digits.
+THREAD_TEXTS = {"2": 2, " +02\t": 2, "1024": 1024, "\n3 ": 3, "0": None, "1025": None, "x": None, "2.0": None,
+                "0x2": None, "1_0": None, "-2": None, "2 2": None, "\uff12": None, "+": None}
+MIN_TEXTS = {"0": 0, "000": 0, str(2**62): 2**62, "0" * 30 + "7": 7, str(2**62 + 1): None, "9" * 25: None,
+             "-0": None, "1e3": None}
+
+
+def test_a_built_program_reads_the_thread_variables_by_nupp_runs_rule(threaded, monkeypatch):
+    """Each text as NUPP_THREADS and as NUPP_THREADS_MIN: the built program (boot.lua, no Python)
+    accepts exactly what the docs call a whole number in range, as nupp.load does (runtime/threads.py)."""
+    from nupp.paths import NuppEnvironmentError
+    from nupp.runtime.threads import thread_setting
+
+    def python_reads(variable, text):
+        monkeypatch.setenv(variable, text)
+        try:
+            setting = thread_setting()
+        except NuppEnvironmentError:
+            return None
+        finally:
+            monkeypatch.delenv(variable)
+        return setting.count if variable == "NUPP_THREADS" else setting.min_iterations
+
+    for variable, texts in (("NUPP_THREADS", THREAD_TEXTS), ("NUPP_THREADS_MIN", MIN_TEXTS)):
+        for text, value in texts.items():
+            done = run(threaded / "build" / "bin" / "threaded", env=thread_environment(**{variable: text}))
+            assert (done.returncode == 0) == (value is not None), (variable, text, done.stderr)
+            assert python_reads(variable, text) == value, (variable, text)
+
+
 # ---- cross build ----------------------------------------------------------------------------------
 
 AARCH64_LUAJIT = Path("/usr/lib/aarch64-linux-gnu/libluajit-5.1.a")
@@ -302,6 +405,10 @@ def test_a_cross_build_holds_aarch64_objects_and_runs_under_qemu(demo, tmp_path)
     expected = nupp("run", ".", "x", "y", cwd=demo)
     assert got.returncode == expected.returncode == 0, got.stderr + expected.stderr
     assert without_the_aarch64_luajit_negative_zero(got.stdout) == expected.stdout
+    refused = subprocess.run([*emulator, str(tree / "bin" / "demo")], capture_output=True, text=True, cwd="/",
+                             timeout=300, env=thread_environment(NUPP_THREADS="many"))
+    assert (refused.returncode, refused.stderr) == (2, "demo: error: the environment variable NUPP_THREADS must be "
+                                                       "a whole number from 1 to 1024, not 'many'; set it so or unset it\n")
 
 
 def without_the_aarch64_luajit_negative_zero(stdout: str) -> str:

@@ -12,11 +12,12 @@ says the same for writers):
   example.py.  Unless the next block is a console block, it must run without
   raising.
 - ```toml  a file saved under the name on its first line (`# nupp.toml`).
-- ```console  commands after `$ ` (`nupp ...`, `python FILE.py`, `./PROGRAM`,
-  `echo $?`), each followed by the output it must print (standard output,
-  then standard error).  A line `...` stands for any number of lines, `...`
-  within a line for any text in it.  A command must exit with status 0
-  unless its output shows an error (`FILE:LINE:COL: error:`, `nupp CMD:
+- ```console  commands after `$ ` (`nupp ...`, `python FILE.py`, `./PROGRAM`
+  after any `NAME=VALUE` settings of its environment, `echo $?`), each
+  followed by the output it must print (standard output, then standard
+  error).  A line `...` stands for any number of lines, `...` within a line
+  for any text in it.  A command must exit with status 0 unless its output
+  shows an error (`FILE:LINE:COL: error:`, `nupp CMD: error:`, `PROGRAM:
   error:`); then it must fail, and `echo $?` shows how.  A command that fails
   for want of a tool (exit status 2, `nupp CMD: error:`) where the page shows
   success skips the rest of the page, except under CI.  NUPP_BLESS=1
@@ -67,7 +68,7 @@ FILE_NAME = {"nupp": (re.compile(r"^-- (?P<name>[\w./-]+\.nupp)\b"), "example.nu
 # what a block not followed by a console block must pass
 IMPLICIT_CHECK = {"nupp": ("nupp", "check"), "python": ("python",)}
 # an output line that says the command failed; one that blames the machine
-ERROR_LINE = re.compile(r"^(\S+:\d+:\d+: error: |nupp( \w+)?: error: |error: )", re.M)
+ERROR_LINE = re.compile(r"^(\S+:\d+:\d+: error: |nupp( \w+)?: error: |[\w.-]+: error: |error: )", re.M)
 ENVIRONMENT_FAULT = re.compile(r"^nupp \w+: error: ", re.M)
 
 
@@ -228,7 +229,7 @@ class PageRun:
             status = run_cli(words[1:])
         elif words[0] == "python" and len(words) == 2:
             status = run_python(words[1])
-        elif words[0].startswith("./"):
+        elif without_settings(words)[0].startswith("./"):
             status = run_program(words)
         elif words == ("echo", "$?"):
             print(self.status)
@@ -263,9 +264,22 @@ def run_cli(args) -> int:
         return stop.code if isinstance(stop.code, int) else 1
 
 
+SETTING = re.compile(r"^[A-Za-z_]\w*=")  # NAME=VALUE before a program: its environment
+
+
+def without_settings(words: tuple[str, ...]) -> tuple[str, ...]:
+    settings = 0
+    while settings < len(words) - 1 and SETTING.match(words[settings]):
+        settings += 1
+    return words[settings:]
+
+
 def run_program(words) -> int:
-    """A program the page built, run as a shell runs it (its output passes through this process's)."""
-    return subprocess.run(list(words), timeout=120).returncode
+    """A program the page built, run as a shell runs it (its output passes through this process's),
+    with the NAME=VALUE settings before it in its environment."""
+    program = without_settings(words)
+    settings = dict(word.split("=", 1) for word in words[:len(words) - len(program)])
+    return subprocess.run(list(program), env={**os.environ, **settings}, timeout=120).returncode
 
 
 def run_python(path: str) -> int:

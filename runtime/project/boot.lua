@@ -4,7 +4,9 @@
 -- program's path as invoked and the program's arguments; it returns the exit
 -- status: 0, or 1 for an uncaught error of the program (reported as
 -- `FILE:LINE: message`, as `nupp run` reports it).  An error of its own (a
--- damaged tree, a bad NUPP_CPU_TIER_MAX) the launcher reports, status 2.
+-- damaged tree, a bad NUPP_CPU_TIER_MAX) the launcher reports, status 2; a
+-- bad NUPP_THREADS or NUPP_THREADS_MIN it reports itself, as `nupp run` words
+-- it, status 2.
 --
 -- It installs the runtime library (lib/nupp/runtime, as host.py's
 -- new_lua_runtime), puts the tree's modules (lib/nupp/tree.lua, written by
@@ -33,6 +35,29 @@ end
 local tree = run_lua("lib/nupp/tree.lua")
 local internals = run_lua("lib/nupp/runtime/prelude.lua", at("lib/nupp/runtime"))
 local chunks, native = internals.chunks, internals.native
+
+-- The threads lane C's span loops may run on (native.lua): NUPP_THREADS and
+-- NUPP_THREADS_MIN, read by the rule of `nupp run` (runtime/threads.py's
+-- environment_rule, in tree.threads); nil and the error's text for a variable
+-- that breaks it.
+local function at_most(a, b) return #a < #b or (#a == #b and a <= b) end -- digits, no leading zeros
+
+local function thread_setting(rule)
+    local setting = {}
+    for field, variable in pairs(rule.variables) do
+        local text = os.getenv(variable.name)
+        local digits = text ~= nil and text:match(rule.whole)
+        digits = digits and digits:match("^0*(%d.*)$")
+        if text == nil or text == "" then
+            setting[field] = variable.default
+        elseif digits and at_most(variable.low, digits) and at_most(digits, variable.high) then
+            setting[field] = tonumber(digits)
+        else
+            return nil, (rule.message:gsub("{(%w+)}", { name = variable.name, wanted = variable.wanted, text = text }))
+        end
+    end
+    return setting
+end
 
 -- Native libraries are named relative to the tree.
 local load_library = native.load
@@ -96,6 +121,13 @@ local function report(message)
     io.stderr:write(message, "\n")
     return 1
 end
+
+local threads, problem = thread_setting(tree.threads)
+if threads == nil then
+    io.stderr:write(tree.name, ": error: ", problem, "\n")
+    return 2
+end
+native.threads, native.thread_min = threads.count, threads.min_iterations
 
 arg = { [0] = program }
 for i = 1, nargs do arg[i] = args[i] end

@@ -8,7 +8,7 @@ The tree:
     lib/nupp/boot.lua                 what the launcher runs (boot.lua)
     lib/nupp/runtime/*.lua            the runtime library (runtime/lua)
     lib/nupp/tree.lua                 for boot.lua: the program's name, its main, its modules by name
-                                      and how each file loads
+                                      and how each file loads, and the rule NUPP_THREADS is read by
     lib/nupp/build.json               what each file was built from, for the next build
     lua/FILE.lua                      a module's Lua (FILE: its path in the project, e.g. lib/util.nupp),
     lua/FILE.TIER.lua                   or with a tiered library the Lua binding each tier
@@ -55,6 +55,7 @@ from nupp.runtime.project.config import Project
 from nupp.runtime.project.elf import E_MACHINE, MACHINE_OF, e_machine
 from nupp.runtime.project.launcher import LUAJIT_PACKAGE, Launcher, luajit_library
 from nupp.runtime.project.requires import literal_requires, module_file
+from nupp.runtime.threads import environment_rule
 from nupp.targets.cross import MACHINES, Machine, host_machine
 from nupp.targets.tiers import TIER_NAMES
 from nupp.targets.toolchain import find_toolchain
@@ -374,7 +375,7 @@ def _manifest(project: Project, modules: dict[str, str], built: dict[str, Built]
     """tree.lua: what boot.lua reads."""
     return source_bytes("return " + lua_literal({
         "name": project.name, "main": project.main.as_posix(), "tiers": list(TIER_NAMES), "modules": modules,
-        "files": {rel: b.entry for rel, b in built.items()}}) + "\n")
+        "files": {rel: b.entry for rel, b in built.items()}, "threads": environment_rule()}) + "\n")
 
 
 def lua_literal(value) -> str:
