@@ -8,12 +8,16 @@
     nupp emit --lua FILE.nupp                     print the ordinary translation
     nupp emit --ir [--after STAGE] [--gang G] FILE.nupp   the IR after a pipeline stage (lanes: lane IR)
     nupp emit --c [--gang G] FILE.nupp            the C of the @aot functions (--gang: lane C)
-    nupp emit --report [--gang G] FILE.nupp       which loops were lane-rewritten, and why not;
-                                                  which functions a device runs (--mode spirv), and why not
+    nupp emit --report [--gang G] FILE.nupp       per span loop: lane-rewritten or why not, on threads
+                                                  under --threads N or why not, and per tier its gang and
+                                                  vectors and why; per function: whether a device runs
+                                                  it (--mode spirv) and nupp.dask.map splits it, or why not
     nupp emit --spirv FILE.nupp                   the SPIR-V kernels, disassembled (spirv-dis)
     nupp emit --spirv-out OUT.spv FILE.nupp       the SPIR-V binary (one kernel: OUT.spv; more: OUT.NAME.spv)
     nupp bench [--size N,..] [--repeats N] [--kernels K,..] [--cc gcc|clang] [--plot FILE.png]
                                                   lane C against scalar C, Numba and hand-written C
+    nupp bench --threads N [--size N,..] [--repeats N] [--kernels K,..] [--cc gcc|clang]
+                                                  the default lane C on N threads against one thread
     nupp crosscheck [FILES|DIRS] [--cc gcc,clang] [--tier T,..] [--gang 4,8,16,32] [--target x86_64]
                   [--sanitize] [--seed N] [--cases N] [--verbose] [--keep DIR]
                                                   scalar C against lane C (and compilers, tiers against
@@ -145,8 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--c", action="store_true",
                       help="the C generated for the @aot functions (scalar C; lane C with --gang)")
     what.add_argument("--report", action="store_true",
-                      help="for each loop over spans: whether it was lane-rewritten, and if not, why; "
-                           "for each function, whether a device runs it (--mode spirv), and if not, why")
+                      help="for each loop over spans: whether it was lane-rewritten and whether it runs on "
+                           "threads under --threads N, and if not, why; at each tier, its gang and vectors "
+                           "and why; for each function, whether a device runs it (--mode spirv) and whether "
+                           "nupp.dask.map splits it, and if not, why")
     what.add_argument("--spirv", action="store_true",
                       help="the SPIR-V compute kernels of the functions a device runs, disassembled")
     what.add_argument("--spirv-out", metavar="OUT.spv", default=None,

@@ -29,6 +29,28 @@ def test_version_and_help():
         assert proc.returncode == 0 and "usage: nupp" in proc.stdout
 
 
+def test_the_usage_summary_names_every_option_of_every_command():
+    """runtime/cli.py's docstring: each `nupp CMD` entry (its lines and those indented under them) names
+    every option the command's parser takes."""
+    import argparse
+    import re
+
+    from nupp.runtime import cli
+
+    summary: dict[str, str] = {}
+    command = None
+    for line in cli.__doc__.split("\n\n")[1].splitlines():
+        entry = re.match(r"    nupp (\w+)", line)
+        command = entry[1] if entry else command
+        summary[command] = summary.get(command, "") + line + "\n"
+    commands = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(summary) == set(commands)
+    for name, parser in commands.items():
+        options = {o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+        missing = {o for o in options if not re.search(re.escape(o) + r"\b", summary[name])}
+        assert not missing, f"the usage summary of nupp {name} lacks {sorted(missing)}"
+
+
 def test_no_command_prints_help_and_fails():
     proc = nupp_cmd()
     assert proc.returncode == 2 and "COMMAND" in proc.stdout
