@@ -83,6 +83,10 @@ class AotToLua:
         return ast.Assign((ast.Name(s.name, _span(s.loc)),), (self.expr(s.value),), _span(s.loc))
 
     def stmt_Store(self, s: ir.Store):
+        """The field's setter applies the storage rules (runtime/lua/mem.lua): a
+        float field narrows binary64 itself, and stores every NaN as the
+        canonical one, what a binary32 value needs (FieldStorage.stores_canonical_nan)
+        and one valid "a NaN" for binary64's."""
         target = self.element_field(s.span, s.index, s.field, s.loc)
         return ast.Assign((target,), (self.expr(s.value),), _span(s.loc))
 
