@@ -10,7 +10,8 @@
 (nupp/pipeline.py strings these together: `native_library`.)
 
 TIERS, in order, each compiled with nupp's flags (runtime/native.BASE_FLAGS:
--O2 -ffp-contract=off -fno-fast-math) plus its own `-march`:
+-O2 -ffp-contract=off -fno-fast-math) plus its own `-march` and
+`-mprefer-vector-width` of its register width:
 
     baseline  -march=x86-64     SSE2                       16-byte vectors, gang 4
     v2        -march=x86-64-v2  + SSE3..SSE4.2, POPCNT     16-byte vectors, gang 4
@@ -96,7 +97,9 @@ class Tier:
 
     @property
     def flags(self) -> tuple[str, ...]:
-        return (f"-march={self.march}",)
+        """Its -march, and vectors of its register width preferred: at x86-64-v4 GCC and Clang
+        prefer 256 bits, and Clang then splits each of the lane C's 64-byte vectors into two."""
+        return (f"-march={self.march}", f"-mprefer-vector-width={self.vector_bytes * 8}")
 
     @property
     def gang(self) -> int:

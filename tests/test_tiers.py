@@ -259,19 +259,19 @@ def test_a_host_compiles_the_tier_it_runs_alone_and_reuses_it(tmp_path, cache, m
     first = Host(mode="lane").compile(Source.from_file(str(path))).native
     second = Host(mode="lane").compile(Source.from_file(str(path))).native
     assert builds.count == 1 and first.library == second.library
-    assert manifest_units(first.library) == [(best.name, [f"-march={best.march}"]), ("cpu_tier", ["-march=x86-64"])]
+    assert manifest_units(first.library) == [(best.name, list(best.flags)), ("cpu_tier", list(TIERS[0].flags))]
     monkeypatch.setenv(CPU_TIER_MAX_VARIABLE, "baseline")
     capped = Host(mode="lane").compile(Source.from_file(str(path))).native
     assert capped.mode == "lane4-baseline" and builds.count == 2
-    assert manifest_units(capped.library) == [("baseline", ["-march=x86-64"]), ("cpu_tier", ["-march=x86-64"])]
+    assert manifest_units(capped.library) == [("baseline", list(TIERS[0].flags)), ("cpu_tier", list(TIERS[0].flags))]
 
 
 def test_a_tree_for_distribution_carries_every_tier(tmp_path):
     source = Source.from_file(str(unique_kernel(tmp_path)))
     library = compile_for_tree(source, Request(mode="lane"), "lib/kernels.so").library
     assert [b.tier.name for b in library.builds] == list(TIER_NAMES)
-    assert manifest_units(library.path) == [(t.name, [f"-march={t.march}"]) for t in TIERS] + [
-        ("cpu_tier", ["-march=x86-64"])]
+    assert manifest_units(library.path) == [(t.name, list(t.flags)) for t in TIERS] + [
+        ("cpu_tier", list(TIERS[0].flags))]
 
 
 def test_a_corrupted_tiered_library_is_rebuilt(tmp_path, monkeypatch):
