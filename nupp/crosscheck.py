@@ -4,17 +4,22 @@ in standalone C programs with no Python or LuaJIT in the checking process.
     status = crosscheck(["bench/kernel-subset-spike"], Options(compilers=("gcc", "clang")))
 
 For each module with @aot functions, one program: its scalar C (symbols
-`s_NAME`), its lane C at each asked gang (`l4_NAME`, `l8_NAME`, ...) and the
-driver (emit_c/driver.py), which generates the inputs and compares every
-lane variant with the scalar C in C.  Each (compiler, tier) is one plain
-compiler command over those files (nupp's BASE_FLAGS, the tier's flags,
-`-lm`; UBSan with `sanitize`), built for and run on a `targets.cross.Machine`.
+`s_NAME`), its lane C at each asked gang (`l4_NAME`, `l8_NAME`, ...), its
+lane C at the default shapes (`d_NAME`: each loop's own gang and vectors, as
+the cost model chooses them per tier, targets/gang_choice.py: what users run)
+and the driver (emit_c/driver.py), which generates the inputs and compares
+every lane variant with the scalar C in C.  Each (compiler, tier) is one
+plain compiler command over those files, the default shapes' of its own tier
+(nupp's BASE_FLAGS, the tier's flags, `-lm`; UBSan with `sanitize`), built
+for and run on a `targets.cross.Machine`.  Every length runs from 0 to 2G+1
+for G the widest gang, pinned or a default one at any tier checked.
 Every build of a module prints a digest of the scalar C's outcomes per
 function; all builds must agree (a tier or a compiler changes no bit), and
 when two do not, both run again with a digest per case, then with every
 value of the first differing case, to name the value that differs.
 
-A mismatch names the module, function, compiler, tier, gang, length, case,
+A mismatch names the module, function, compiler, tier, gang (or the default
+shapes), length, case,
 the element and field (or status/result), both bit patterns, and the command
 that reproduces it.  `crosscheck` returns 1 on any mismatch, else 0; a
 missing compiler is a NuppEnvironmentError, a bad option a CrosscheckUsageError.
@@ -36,14 +41,16 @@ from typing import Callable, Iterator, Optional
 from nupp.emit_c.driver import driver_source
 from nupp.errors import InternalError, Source
 from nupp.paths import NuppEnvironmentError
-from nupp.pipeline import compile_module, lane_ir, sized
+from nupp.pipeline import compile_module, lane_ir, shaped, sized
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.backends import backend_named
 from nupp.targets.cross import MACHINES, Machine, host_machine
+from nupp.targets.gang_choice import gang_choices
 from nupp.targets.toolchain import BASE_FLAGS
 
 DEFAULT_CASES = 24
 SCALAR_PREFIX = "s_"
+DEFAULT_PREFIX = "d_"
 
 
 class CrosscheckUsageError(ValueError):
@@ -157,8 +164,8 @@ def _check_module(path: Path, machine: Machine, options: Options, say: Callable[
 
 def _check_program(path: Path, module, source: Source, machine: Machine, options: Options,
                    say: Callable[[str], None], folder: Path) -> bool:
-    files = _write_program(module, source.path, options.gangs, folder)
-    builds = [_build_of(path, cc, tier, files, folder, machine, options)
+    files, defaults = _write_program(module, source.path, options, machine, folder)
+    builds = [_build_of(path, cc, tier, [*files, defaults[tier]], folder, machine, options)
               for cc in options.compilers for tier in options.tiers]
     _compile_all(builds, options, say, folder)
     outcomes = _run_all(builds, machine, options)
@@ -192,21 +199,47 @@ def _program_folder(path: Path, options: Options) -> Iterator[Path]:
     yield folder
 
 
-def _write_program(module, display: str, gangs: tuple[int, ...], folder: Path) -> list[Path]:
-    """The program's C files: the scalar C, the lane C at each gang, the driver."""
+def _write_program(module, display: str, options: Options, machine: Machine,
+                   folder: Path) -> tuple[list[Path], dict[str, Path]]:
+    """The program's C files every build compiles (the scalar C, the lane C at each
+    gang, the driver), and each tier's lane C at its default shapes (`d_` symbols)."""
     scalar = backend_named("c").emit(module, display, SCALAR_PREFIX)
     variants = [(SCALAR_PREFIX, None, scalar.errors)]
     units = {"scalar.c": scalar.source}
     lanes = lane_ir(module)
-    for gang in gangs:
+    for gang in options.gangs:
         prefix = f"l{gang}_"
         lane = backend_named("lane-c").emit(sized(lanes, gang), display, prefix)
         variants.append((prefix, gang, lane.errors))
         units[f"lane{gang}.c"] = lane.source
+    defaults, errors, widest = {}, set(), 0
+    for tier in options.tiers:
+        choices = gang_choices(lanes, machine.register_bytes(tier))
+        lane = backend_named("lane-c").emit(shaped(lanes, choices, tier), display, DEFAULT_PREFIX)
+        units[defaults.setdefault(tier, f"default-{tier}.c")] = lane.source
+        errors.add(lane.errors)
+        widest = max([widest, *(choice.shape.size for _, _, choice in choices)])
+    if len(errors) != 1:  # the driver holds one table of the default shapes' statuses
+        raise InternalError("emit_c", f"the lane C of {display} numbers its errors differently at different "
+                                      f"tiers' default shapes: {sorted(errors)}")
+    variants.append((DEFAULT_PREFIX, _default_number(widest, options.gangs), errors.pop()))
     units["driver.c"] = driver_source(module, display, tuple(variants))
     for name, text in units.items():
         (folder / name).write_text(text)
-    return [folder / name for name in units]
+    return ([folder / name for name in units if name not in defaults.values()],
+            {tier: folder / name for tier, name in defaults.items()})
+
+
+def _default_number(widest: int, gangs: tuple[int, ...]) -> int:
+    """The default shapes' number in the driver, which prints it in a mismatch and
+    runs every length up to twice the greatest number, plus one: their widest gang
+    where that is wider than every pinned one, else -1 (no pinned gang's)."""
+    return widest if widest > max(gangs) else -1
+
+
+def _variant(gang: int, options: Options) -> str:
+    """What a mismatch's number names: a pinned gang, or the default shapes."""
+    return f"gang {gang}" if gang in options.gangs else "the default shapes"
 
 
 def _build_of(path: Path, cc: str, tier: str, files: list[Path], folder: Path, machine: Machine,
@@ -259,9 +292,10 @@ def _parsed(done: subprocess.CompletedProcess) -> Outcome:
 
 def _mismatch_report(path: Path, build: Build, record: list[str], options: Options) -> str:
     function, gang, length, case, where, scalar, lane = record
-    return (f"{path}: mismatch in {function} ({build.cc}, tier {build.tier}, gang {gang}): length {length}, "
-            f"case {case}, {_where(where)}: scalar C {scalar}, lane C {lane}\n"
-            f"  reproduce: {_reproduce(path, (build,), int(gang), options)}")
+    pinned = int(gang) if int(gang) in options.gangs else None
+    return (f"{path}: mismatch in {function} ({build.cc}, tier {build.tier}, {_variant(int(gang), options)}): "
+            f"length {length}, case {case}, {_where(where)}: scalar C {scalar}, lane C {lane}\n"
+            f"  reproduce: {_reproduce(path, (build,), pinned, options)}")
 
 
 def _where(where: str) -> str:
@@ -333,11 +367,12 @@ def _summary(path: Path, module, builds: list[Build], outcomes: list[Outcome], o
              say: Callable[[str], None]) -> None:
     cases = sum(o.cases for o in outcomes)
     seconds = sum(o.seconds for o in outcomes)
-    compared = cases * len(options.gangs)
+    compared = cases * (len(options.gangs) + 1)
     rate = f"{cases / seconds:,.0f}" if seconds > 0 else "-"
     say(f"{path}: {len(module.functions)} functions, {compared} cases compared "
         f"({len(builds)} builds: {', '.join(sorted(set(b.cc for b in builds)))} x {', '.join(options.tiers)}; "
-        f"gangs {', '.join(map(str, options.gangs))}), {rate} cases/s in the C harness")
+        f"gangs {', '.join(map(str, options.gangs))} and each tier's default shapes), "
+        f"{rate} cases/s in the C harness")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,7 @@ and, where a cross compiler and an emulator are installed, others.
     subprocess.run([*machine.run_prefix(), exe])
     machine.tiers()                                   # (("baseline", ("-march=x86-64",)), ...), best last
     machine.runnable_tiers()                          # those this host can execute
+    machine.register_bytes("v3")                      # a tier's vector register width (32)
 
 `nupp crosscheck` (nupp/crosscheck.py) builds and runs every program through
 a Machine, so a new architecture is one entry in MACHINES.
@@ -24,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from nupp.paths import NuppEnvironmentError
-from nupp.targets.tiers import TIERS, cpu_tier_source
+from nupp.targets.tiers import TIERS, cpu_tier_source, tier_named
 
 # the Debian package of each compiler nupp drives
 COMPILER_PACKAGES = {"gcc": "gcc", "clang": "clang"}
@@ -54,6 +55,10 @@ class Machine:
         """The tiers this host can execute programs of, in order."""
         return _x86_64_runnable_tiers()
 
+    def register_bytes(self, tier: str) -> int:
+        """The width of one vector register at `tier` (what the cost model shapes gangs for)."""
+        return tier_named(tier).vector_bytes
+
     def sanitize_flags(self, cc: str) -> tuple[str, ...]:
         """UBSan that stops at the first undefined behaviour, with its report."""
         return ("-fsanitize=undefined", "-fno-sanitize-recover=all")
@@ -79,6 +84,7 @@ class CrossMachine(Machine):
     emulator: str = ""                        # "qemu-aarch64"
     gcc_package: str = ""       # the Debian package of the cross GCC and the target's C library
     emulator_package: str = "qemu-user"
+    vector_bytes: int = 16                    # one vector register, at every tier
 
     def _native(self) -> bool:
         return _HOST_NAMES.get(platform.machine().lower()) == self.name
@@ -101,6 +107,9 @@ class CrossMachine(Machine):
 
     def tiers(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         return self.machine_tiers
+
+    def register_bytes(self, tier: str) -> int:
+        return self.vector_bytes
 
     def sanitize_flags(self, cc: str) -> tuple[str, ...]:
         """Debian's Clang ships no UBSan runtime for cross targets: there a check traps

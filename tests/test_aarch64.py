@@ -397,7 +397,7 @@ def test_nupp_crosscheck_runs_a_kernel_on_aarch64(tmp_path):
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "aarch64-linux-gnu-gcc " in done.stdout and "clang --target=aarch64-linux-gnu " in done.stdout
-    assert "(2 builds: clang, gcc x neon; gangs 4, 8, 16)" in done.stdout
+    assert "(2 builds: clang, gcc x neon; gangs 4, 8, 16 and each tier's default shapes)" in done.stdout
 
 
 def test_nupp_crosscheck_on_aarch64_reports_a_planted_difference():

@@ -3,12 +3,16 @@ lane C in standalone C programs, GCC's builds against Clang's.
 
   * every committed kernel of bench/kernel-subset-spike and every lane test
     kernel (test_lane_c.TEST_KERNELS) agrees: by default at the best tier this
-    CPU runs, gangs 4 and 8, under GCC (and the bench kernels under Clang); in
-    the slow set under both at every tier it runs, gangs 4, 8 and 16; once
-    under UBSan; the bench scripts crosscheck.sh and simd.sh pass (slow);
+    CPU runs, gangs 4 and 8 and the tier's default shapes, under GCC (and the
+    bench kernels under Clang); in the slow set under both at every tier it
+    runs, gangs 4, 8 and 16 and each tier's default shapes; once under UBSan;
+    the bench scripts crosscheck.sh and simd.sh pass (slow);
+  * the default shapes are the lane C a tier's library runs (pipeline.lanes_at_tier),
+    and every length 0..2G+1 of their widest gang G runs;
   * ten modules of the fuzz generator (tests/fuzz/generator.py) agree (slow);
   * a planted difference is caught and reported precisely: one output bit of
-    the widest gang's lane C flipped (the driver's NU_PLANT_FLIP), and one bit
+    the last variant's lane C, the default shapes', flipped (the driver's
+    NU_PLANT_FLIP; a pinned gang's report names its gang), and one bit
     of the scalar C's outputs flipped in the Clang build only (NU_PLANT_DIGEST:
     the digests differ, and the rerun names the first differing value);
   * a module dividing by zero in some elements agrees, statuses and the
@@ -24,8 +28,13 @@ from pathlib import Path
 
 import pytest
 
-from nupp.crosscheck import Options, crosscheck
+from nupp.crosscheck import DEFAULT_PREFIX, Build, Options, _mismatch_report, crosscheck
+from nupp.errors import Source
+from nupp.pipeline import compile_module, lanes_at_tier
 from nupp.runtime.cli import main
+from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.walk import statements
+from nupp.targets.backends import backend_named
 from nupp.targets.cross import host_machine
 
 from .conftest import require_tool
@@ -110,13 +119,42 @@ def test_a_flipped_lane_output_bit_is_reported_precisely():
     reports = [line for line in lines if "mismatch in" in line]
     # the first non-empty length, its last element, the first field; only the low bit differs
     report = reports[0]
-    match = re.search(r"mixedwidth\.nupp: mismatch in mix \(gcc, tier (\w+), gang 8\): length 1, case 0, "
-                      r"outputs\[1\]\.value \(element 1 of span outputs, field value\): "
+    match = re.search(r"mixedwidth\.nupp: mismatch in mix \(gcc, tier (\w+), the default shapes\): length 1, "
+                      r"case 0, outputs\[1\]\.value \(element 1 of span outputs, field value\): "
                       r"scalar C 0x([0-9a-f]+), lane C 0x([0-9a-f]+)\n  reproduce: (.*)", report)
     assert match, report
     assert int(match[2], 16) ^ int(match[3], 16) == 1
     assert match[4].startswith(f"nupp crosscheck {BENCH / 'mixedwidth.nupp'} --cc gcc --tier {match[1]} "
-                               "--gang 8 --seed 1 --cases 2 --keep ")
+                               "--gang 4,8 --seed 1 --cases 2 --keep ")
+
+
+def test_a_pinned_gangs_mismatch_names_its_gang_and_narrows_the_reproduction_to_it():
+    build = Build("gcc", "v3", (), Path("check-gcc-v3"))
+    record = ["mix", "8", "3", "1", "outputs[2].value", "0x0", "0x1"]
+    report = _mismatch_report(Path("m.nupp"), build, record, Options(gangs=(4, 8, 16), tiers=("v3",)))
+    assert report.startswith("m.nupp: mismatch in mix (gcc, tier v3, gang 8): length 3, case 1, outputs[2].value")
+    assert " --cc gcc --tier v3 --gang 8 --seed 1 " in report
+
+
+def test_the_default_shapes_are_each_tiers_library_and_run_every_length_of_their_widest_gang(tmp_path):
+    """mandelbrot's loop: a masked while, two registers per gang at every tier (gang 8 at v2, 32 at v4)."""
+    require_tool("gcc")
+    tiers = tuple(t for t in ("v2", best_tier()) if t in host_machine().runnable_tiers())
+    status, lines = run([BENCH / "mandelbrot.nupp"], tiers=tiers, gangs=(4,), cases=1, keep=tmp_path)
+    assert_agrees(status, lines)
+    module = compile_module(Source.from_file(str(BENCH / "mandelbrot.nupp")))
+    widest = 0
+    for tier in tiers:
+        lanes = lanes_at_tier(module, tier)
+        expected = backend_named("lane-c").emit(lanes, str(BENCH / "mandelbrot.nupp"), DEFAULT_PREFIX).source
+        assert (tmp_path / "mandelbrot" / f"default-{tier}.c").read_text() == expected, tier
+        widest = max([widest, *(g.size for fn in lanes.functions for g in statements(fn.body)
+                                if isinstance(g, ir.Gang))])
+    assert widest >= 8
+    exe = tmp_path / "mandelbrot" / f"check-gcc-{tiers[-1]}"
+    dump = subprocess.run([str(exe), "1", "1", "dump"], capture_output=True, text=True, check=True).stdout
+    lengths = {int(line.split("\t")[2]) for line in dump.splitlines() if line.startswith("case\t")}
+    assert set(range(2 * widest + 2)) <= lengths
 
 
 def test_a_difference_between_compilers_names_the_first_differing_value():
