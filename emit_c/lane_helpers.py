@@ -45,7 +45,7 @@ from typing import Optional
 
 from nupp.emit_c import intrinsics
 from nupp.emit_c.helpers import _f32_literal
-from nupp.emit_c.lane_vectors import SHORT
+from nupp.emit_c.lane_vectors import SHORT, SIZES
 from nupp.scalar_ir.numerics import (EXP_COEFFICIENTS, EXP_DEGREE, EXP_HIGH, EXP_LOW, EXP_SCALE,
                                      EXP_SQUARINGS)
 from nupp.scalar_ir.ops import OPS, RULE, check_rendered
@@ -458,6 +458,31 @@ def conversion_form(source: str, target: str, g: int) -> Optional[LaneForm]:
 }}
 """
     return LaneForm(name, (), (source, target), code)
+
+
+# The macro of the narrowest x86 extension whose registers hold a vector of this many bytes.
+_REGISTER_ISA = {16: "defined(__SSE2__)", 32: "defined(__AVX__)", 64: "defined(__AVX512F__)"}
+
+
+def block_load_form(element: str, g: int) -> LaneForm:
+    """`nu_load_<e>x<g>(&r, p)`: one vector of a gang's block of elements
+    (emit_c/lane_memory.py), copied from p.  GCC would fold the load into each
+    shuffle that reads it, as a memory operand: one reload of the block per
+    field.  An empty asm taking the vector in a register keeps it there where a
+    register holds it (Clang keeps it unasked)."""
+    t = _vector(SHORT[element], g)
+    name = f"nu_load_{SHORT[element]}x{g}"
+    code = f"""
+/* a vector of {g} {element} lanes of a gang's block of elements, loaded once, kept in a register */
+{_INLINE} void {name}({t} *r, const void *p)
+{{
+    memcpy(r, p, sizeof *r);
+#if !defined(__clang__) && {_REGISTER_ISA.get(SIZES[element] * g, "0")}
+    __asm__("" : "+v"(*r));
+#endif
+}}
+"""
+    return LaneForm(name, (), (element,), code)
 
 
 LANE_FORMS = {

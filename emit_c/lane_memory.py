@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Optional
 
 from nupp.emit_c.helpers import FIELD_C_TYPES, c_type
+from nupp.emit_c.lane_helpers import block_load_form
 from nupp.emit_c.lane_vectors import BLEND, LANE, SIZES
 from nupp.emit_c.function_c import bare
 from nupp.scalar_ir import nodes as ir
@@ -161,7 +162,8 @@ class LaneMemory:
 
     def block_load(self, span: str, name: str, element: str, per_lane_c: str) -> str:
         """One field of the gang's block of elements: F vector loads of the
-        size's signed integers (once for every field of the block in scope),
+        size's signed integers (once for every field of the block in scope;
+        lane_helpers.block_load_form: kept in registers),
         then shuffles picking the field's lanes (`__builtin_shufflevector`:
         Clang, GCC 12 on; an older GCC reads the lanes one by one)."""
         index, count = self.block_of(span, name)
@@ -174,10 +176,12 @@ class LaneMemory:
         t = self.temp()
         self.line("#if defined(__clang__) || __GNUC__ >= 12")
         if fresh:
+            load = block_load_form(BLEND[SIZES[element]], g)
+            self.preamble.use_form(load, g)
             for k, part in enumerate(parts):
                 self.line(f"{bits} {part};")
-                self.line(f"memcpy(&{part}, (const char *)&{pointer}[{self.part_base()} - 1] + {k} * sizeof {part},"
-                          f" sizeof {part});")
+                self.line(f"{load.name}(&{part}, (const char *)&{pointer}[{self.part_base()} - 1]"
+                          f" + {k} * sizeof {part});")
         picks = [divmod(lane * count + index, g) for lane in range(g)]
         cast = "" if bits == vector else f"({vector})"
         self.line(f"const {vector} {t} = {cast}{self.shuffled(parts, picks, bits)};")

@@ -668,7 +668,7 @@ def test_structs_of_same_size_fields_move_as_blocks_and_shuffles():
     source, module = compiled(KERNELS["tecsbits"].path)
     text = emit_lane_module(lanes_at(module, 4), source.path, "nupp_").source
     body = text.split("c1 += 4) {", 1)[1].split("for (; c1 <= n_out; ++c1)", 1)[0]
-    assert "memcpy(&v3, (const char *)&p_ents[b2 - 1] + 0 * sizeof v3, sizeof v3);" in body
+    assert "nu_load_i32x4(&v3, (const char *)&p_ents[b2 - 1] + 0 * sizeof v3);" in body
     assert "__builtin_shufflevector(v3, v4, 0, 3, 6, 0)" in body  # mask: elements 0, 1, 2 ...
     assert ", v5, 0, 1, 2, 5)" in body                              # ... and 3 from the third vector
     assert "#if defined(__clang__) || __GNUC__ >= 12" in body and "#else" in body
