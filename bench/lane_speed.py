@@ -5,8 +5,10 @@
 
 For each BENCH kernel and each size (default 10^5 and 10^7 elements), side by
 side in one run on the same NumPy arrays: nupp's scalar C, its lane C at each
-feature tier this CPU runs x each gang (a library pinned with tier= and gang=),
-the default execution (what `--aot on` loads), the SPIR-V kernel through each
+feature tier this CPU runs x each gang (a library pinned with tier= and gang=,
+in full registers; a gang wider than one register also in each narrower
+vector width, e.g. lane32(4x256)-v4 beside lane32-v4's 2 x 512 bits: the
+pipeline Request's vector_bits, which nupp.load does not offer), the default execution (what `--aot on` loads), the SPIR-V kernel through each
 runner that opens a device (lavapipe runs it on these same CPU cores), and the
 peers a user would pick instead: Numba `@njit` (bench/peers/numba_kernels.py),
 explicit-SIMD C with vector extensions at gangs 8, 16 and 32 under GCC and
@@ -37,9 +39,15 @@ from pathlib import Path
 import numpy as np
 
 import nupp
+from nupp.errors import Source
 from nupp.paths import NuppEnvironmentError
-from nupp.scalar_ir.lanes import GANG_SIZES
-from nupp.targets.tiers import TIER_NAMES, TIERS
+from nupp.pipeline import compile_module, lane_ir
+from nupp.runtime.api import NuppModule
+from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.lanes import GANG_SIZES, VECTOR_BITS
+from nupp.scalar_ir.walk import statements
+from nupp.targets.gang_choice import loop_features
+from nupp.targets.tiers import TIER_NAMES, TIERS, Tier
 
 # bench/ is not installed: these run from the checkout's root
 from bench.native_speed import KERNELS, WORKLOADS, Workload, interleaved_medians, interleaved_samples, load_times
@@ -162,14 +170,33 @@ def _nupp_modules(workload: Workload, cc: str, best: int) -> tuple[dict, str]:
     default = nupp.load(workload.path, mode="lane", cc=cc)
     label = f"{DEFAULT} {default.execution}"
     modules = {SCALAR: nupp.load(workload.path, mode="scalar", cc=cc), label: default}
+    lane_bits = 8 * _widest_lane_bytes(workload)
     for tier in TIERS[:best + 1]:
         for gang in LANE_GANGS:
             modules[f"lane{gang}-{tier.name}"] = nupp.load(workload.path, mode="lane", cc=cc, gang=gang,
                                                            tier=tier.name)
+        for gang, bits in narrower_vectors(tier, lane_bits):
+            modules[f"lane{gang}({gang * lane_bits // bits}x{bits})-{tier.name}"] = NuppModule(
+                workload.path, mode="lane", cc=cc, gang=gang, tier=tier.name, vector_bits=bits)
     for kind, device_runner in _device_runners().items():
         modules[f"spirv-{device_runner.device_name} ({kind})"] = nupp.load(workload.path, mode="spirv", cc=cc,
                                                                           spirv_runner=kind)
     return modules, label
+
+
+def narrower_vectors(tier: Tier, lane_bits: int) -> list[tuple[int, int]]:
+    """The (gang, vector bits) pairs besides full registers: each gang wider than one of the
+    tier's registers (of lanes of `lane_bits`), in each narrower vector width."""
+    register_bits = 8 * tier.vector_bytes
+    return [(gang, bits) for gang in LANE_GANGS if gang * lane_bits > register_bits
+            for bits in VECTOR_BITS if bits < register_bits]
+
+
+def _widest_lane_bytes(workload: Workload) -> int:
+    """The widest lane of the kernel's loops' vectors (4 or 8 bytes), as the cost model reads it."""
+    lanes = lane_ir(compile_module(Source.from_file(str(workload.path))))
+    return max((loop_features(lanes, fn, g).element_bytes for fn in lanes.functions
+                for g in statements(fn.body) if isinstance(g, ir.Gang)), default=4)
 
 
 def _gangs(label: str) -> list[int]:

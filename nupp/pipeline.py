@@ -34,7 +34,7 @@ from nupp.lane_rewrite.gang_size import size_gangs
 from nupp.lane_rewrite.rewrite import rewrite_lanes
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import fold_module
-from nupp.scalar_ir.lanes import GANG_SIZES
+from nupp.scalar_ir.lanes import GANG_SIZES, VECTOR_BITS
 from nupp.targets.backends import backend_named
 from nupp.targets.device import RUNNERS, Runner, runner
 from nupp.targets.gang_choice import gang_choices, shaped_as
@@ -151,19 +151,24 @@ def check(source: Source) -> None:
 class Request:
     """How a module's @aot functions are to run: `mode` (MODES), the C compiler,
     for lane code a pinned gang and tier (None: each tier's own, the best
-    tier this CPU runs), and for spirv the runner (targets/device.py)."""
+    tier this CPU runs), and for spirv the runner (targets/device.py).
+    `vector_bits` caps every loop's vectors below the tier's registers: for
+    measuring shapes (bench/lane_speed.py), not an option of nupp.load."""
 
     mode: str = "interp"
     cc: str = "gcc"
     gang: Optional[int] = None
     tier: Optional[str] = None
     spirv_runner: str = "vulkan"
+    vector_bits: Optional[int] = None
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"unknown mode '{self.mode}' (modes: {', '.join(MODES)})")
         if self.mode in TIERED_MODES:
             check_pins(self.gang, self.tier)
+        if self.vector_bits is not None and self.vector_bits not in VECTOR_BITS:
+            raise ValueError(f"vector_bits must be one of {', '.join(map(str, VECTOR_BITS))}, not {self.vector_bits}")
         if self.spirv_runner not in RUNNERS:
             raise ValueError(f"unknown SPIR-V runner '{self.spirv_runner}' (runners: {', '.join(RUNNERS)})")
 
@@ -298,22 +303,23 @@ def scalar_library(module: ir.Module, path: str, prefix: str, request: Request) 
 
 def tiered_lane_library(module: ir.Module, path: str, prefix: str, request: Request) -> Library:
     """A unit per feature tier (each tier's lane C, or its scalar C) and the dispatcher."""
-    builds = tier_builds(module, path, prefix, request.gang, request.tier)
+    builds = tier_builds(module, path, prefix, request.gang, request.tier, request.vector_bits)
     tiered = tiered_library(builds, prefix)
     return Library(build_units(tiered.units, find_toolchain(request.cc), path), builds, tiered)
 
 
 def tier_builds(module: ir.Module, path: str, prefix: str, gang: int | None = None,
-                tier: str | None = None) -> tuple[TierBuild, ...]:
+                tier: str | None = None, vector_bits: int | None = None) -> tuple[TierBuild, ...]:
     """Each tier's C (the pinned tier, else every one): the lane C of the lane
     IR with each loop shaped as the cost model says for the tier (at `gang`
-    where pinned).  The rewrite runs once; each distinct set of shapes is
-    applied once."""
+    where pinned; in registers of at most `vector_bits` where capped).  The
+    rewrite runs once; each distinct set of shapes is applied once."""
     lanes = lane_ir(module)
     at_shapes: dict[tuple, ir.Module] = {}
     builds = []
     for t in tiers_to_build(tier):
-        choices = gang_choices(lanes, t.vector_bytes, gang)
+        register_bytes = t.vector_bytes if vector_bits is None else min(t.vector_bytes, vector_bits // 8)
+        choices = gang_choices(lanes, register_bytes, gang)
         shapes = tuple(c.shape for _, _, c in choices)
         if shapes not in at_shapes:
             at_shapes[shapes] = shaped(lanes, choices, t.name)

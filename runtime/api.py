@@ -98,10 +98,11 @@ class NuppModule:
     ("spirv-lavapipe") for the functions a device runs."""
 
     def __init__(self, path: str | Path, mode: str = "lane", cc: str = "gcc", gang: int | None = None,
-                 tier: str | None = None, spirv_runner: str = "vulkan", threads: int | None = None):
+                 tier: str | None = None, spirv_runner: str = "vulkan", threads: int | None = None,
+                 vector_bits: int | None = None):
         path = Path(path)
         self._host = Host(search_path=[path.resolve().parent], mode=mode, cc=cc, gang=gang, tier=tier,
-                          spirv_runner=spirv_runner, threads=thread_setting(threads))
+                          spirv_runner=spirv_runner, threads=thread_setting(threads), vector_bits=vector_bits)
         lua = self._host.lua
         source = Source.from_file(display_path(path))
         compiled = self._host.compile(source)

@@ -95,18 +95,20 @@ class Host:
     `tier` pins a tier (else the best this CPU runs) and `gang` the gang of
     every tier (else the tier's own); other modes ignore both.  `threads`: the
     threads lane C's span loops may run on (runtime/threads.py; None:
-    NUPP_THREADS, else one), a setting of this host's calls, not of what it compiles."""
+    NUPP_THREADS, else one), a setting of this host's calls, not of what it compiles.
+    `vector_bits`: the pipeline Request's cap of lane code's vectors (the bench's)."""
 
     def __init__(self, search_path: list[Path] | None = None, mode: str = "interp", cc: str = "gcc",
                  gang: int | None = None, tier: str | None = None, spirv_runner: str = "vulkan",
-                 threads: ThreadSetting | None = None):
+                 threads: ThreadSetting | None = None, vector_bits: int | None = None):
         self.lua = new_lua_runtime()
         self.mode = mode
         self.cc = cc
         self.gang = gang
         self.tier = tier
         self.spirv_runner = spirv_runner
-        self._modules = ModuleCache(mode, cc, gang, tier, spirv_runner)
+        self.vector_bits = vector_bits
+        self._modules = ModuleCache(mode, cc, gang, tier, spirv_runner, vector_bits)
         self.search_path = [Path(p) for p in (search_path or [])]
         self.module_error: Exception | None = None  # raised in Python once Lua unwinds
         self.internals = runtime_internals(self.lua)
@@ -141,7 +143,7 @@ class Host:
         """The pipeline's Request (nupp/pipeline.py): made, and a bad mode, gang,
         tier or runner refused, when a module is first compiled."""
         from nupp.pipeline import Request
-        return Request(self.mode, self.cc, self.gang, self.tier, self.spirv_runner)
+        return Request(self.mode, self.cc, self.gang, self.tier, self.spirv_runner, self.vector_bits)
 
     def compile(self, source: Source) -> Compiled:
         """A module through the pipeline in this host's mode: its Lua, and its

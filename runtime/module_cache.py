@@ -52,8 +52,10 @@ CpuTier = Callable[[Path, str, str], int]  # pipeline.CpuTier: the host asks a d
 class ModuleCache:
     """The compiled modules of one way of running them (a Host's mode, compiler, gang and tier)."""
 
-    def __init__(self, mode: str, cc: str, gang: int | None, tier: str | None, spirv_runner: str):
-        self.request = {"mode": mode, "cc": cc, "gang": gang, "tier": tier, "spirv_runner": spirv_runner}
+    def __init__(self, mode: str, cc: str, gang: int | None, tier: str | None, spirv_runner: str,
+                 vector_bits: int | None = None):
+        self.request = {"mode": mode, "cc": cc, "gang": gang, "tier": tier, "spirv_runner": spirv_runner,
+                        "vector_bits": vector_bits}
         self.enabled = mode not in UNKEPT_MODES
 
     def find(self, source: Source, cpu_tier: CpuTier) -> Compiled | None:

@@ -11,12 +11,19 @@ import re
 import numpy as np
 import pytest
 
+import nupp
+
 from tests.conftest import require_module, require_tool
 from tests.test_cli import nupp_cmd
 
 from bench import lane_speed
 from bench.lane_speed import DEFAULT, NUMBA, SAME_GANG_SIMD, SCALAR, Goal, _gangs, _judge
 from bench.native_speed import WORKLOADS
+from nupp.errors import Source
+from nupp.pipeline import Request, compile_module, tier_builds
+from nupp.runtime.api import NuppModule
+from nupp.targets.cross import host_machine
+from nupp.targets.tiers import TIER_NAMES, tier_named
 
 RATES = {SCALAR: 100.0, "default lane16-v4": 600.0, "lane8-v3": 450.0, "lane16-v4": 640.0, "lane8-v4": 90.0,
          NUMBA: 500.0, "hand SIMD8 gcc": 300.0, "hand SIMD16 gcc": 700.0, "hand SIMD16 clang": 800.0}
@@ -63,6 +70,39 @@ class _Dtypes:
         return self._module.dtype(struct)
 
 
+def test_a_gang_wider_than_a_register_is_also_measured_in_each_narrower_vector_width():
+    v3, v4 = (tier_named(t) for t in ("v3", "v4"))
+    assert lane_speed.narrower_vectors(v4, 32) == [(32, 128), (32, 256)]  # gang 16: one 512-bit register
+    assert lane_speed.narrower_vectors(v4, 64) == [(16, 128), (16, 256), (32, 128), (32, 256)]
+    assert lane_speed.narrower_vectors(v3, 32) == [(16, 128), (32, 128)]
+    assert lane_speed.narrower_vectors(tier_named("v2"), 64) == []  # 128 bits: no narrower vector
+
+
+def test_a_capped_library_runs_its_gang_in_vectors_of_the_cap_with_the_same_bits(tmp_path, monkeypatch):
+    """mandelbrot at gang 32, tier v4's C: 2 x 512 bits in full registers, 4 x 256 capped
+    (no 64-byte vector in its C); loaded capped (the module cache keeps the two apart), it
+    answers as scalar C."""
+    require_tool("gcc")
+    path = WORKLOADS["mandelbrot"].path
+    module = compile_module(Source.from_file(str(path)))
+    full, capped = (tier_builds(module, "m.nupp", "p_", 32, "v4", bits)[0].c_module.source for bits in (None, 256))
+    assert "vector_size(64)" in full and "vector_size(64)" not in capped and "vector_size(32)" in capped
+    with pytest.raises(ValueError, match="vector_bits must be one of 128, 256, 512, not 64"):
+        Request("lane", vector_bits=64)
+    monkeypatch.setenv("NUPP_CACHE_DIR", str(tmp_path))
+    tier = "v3" if "v3" in host_machine().runnable_tiers() else "baseline"
+    scalar = nupp.load(path, mode="scalar")
+    lanes = [NuppModule(path, mode="lane", gang=32, tier=tier, vector_bits=bits) for bits in (None, 128)]
+    assert len({next(iter(m._host._lane_modules)) for m in lanes}) == 2
+    arrays = WORKLOADS["mandelbrot"].build(scalar, 1000, np.random.default_rng(3))
+    answers = []
+    for m in (scalar, *lanes):
+        copies = tuple(a.copy() for a in arrays)
+        WORKLOADS["mandelbrot"].nupp_call(m, copies)()
+        answers.append(copies[0].tobytes())
+    assert answers[1] == answers[0] and answers[2] == answers[0]
+
+
 def test_bench_refuses_a_size_below_one():
     proc = nupp_cmd("bench", "--size", "1000,0")
     assert proc.returncode == 2 and "--size: must be at least 1, not 0" in proc.stderr
@@ -87,6 +127,9 @@ def test_one_small_run_prints_every_row_goal_and_section(tmp_path, monkeypatch, 
     assert rows[0] == SCALAR and rows[1].startswith("default lane")
     assert {"lane16-baseline", NUMBA, "hand C -O3 native", "hand C -O2"} <= set(rows)
     assert {f"hand SIMD{gang} {cc}" for gang in (8, 16, 32) for cc in ("gcc", "clang")} <= set(rows)
+    # tecsbits' 32-bit lanes: gang 16 is wider than one register from v3 on, and runs in narrower vectors too
+    narrower = {"v3": ["lane16(4x128)-v3"], "v4": []}
+    assert [row for row in rows if "(" in row] == [r for t in TIER_NAMES[2:] if f"lane16-{t}" in rows for r in narrower[t]]
     goals = re.findall(r"^  goal: (.*): .*, (met|MISSED)$", out, re.M)
     claims = [claim for claim, _ in goals]
     for goal in lane_speed.EVERY_KERNEL + lane_speed.GOALS["tecsbits"]:
