@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from nupp.emit_c.lane import binary32_operands
+from nupp.emit_c.lane import binary32_operands, masked_tail
 from nupp.emit_c.lane_helpers import LANE_FORMS
 from nupp.lane_rewrite.gang_size import GangShape, shape_gangs
 from nupp.scalar_ir import nodes as ir
@@ -51,7 +51,7 @@ class GangChoice:
     """The model's answer for one loop at one tier: its shape, and what it is and why, in words."""
 
     shape: GangShape
-    text: str  # "gang 32 as 2 x 512-bit vectors of 32-bit lanes: a masked while ..."
+    text: str  # "gang 32 as 2 x 512-bit vectors of 32-bit lanes: a masked while ...; tail: one masked gang"
 
 
 def loop_features(module: ir.Module, fn: ir.Function, gang: ir.Gang) -> LoopFeatures:
@@ -167,9 +167,15 @@ def _choice(gang: int, bits: int, features: LoopFeatures, why: str) -> GangChoic
 def gang_choices(module: ir.Module, register_bytes: int,
                  pinned: Optional[int] = None) -> list[tuple[ir.Function, ir.Gang, GangChoice]]:
     """Each Gang of lane IR (unsized), its function, and the model's choice for
-    registers of `register_bytes` (every loop's gang `pinned` where given)."""
-    return [(fn, g, choose(loop_features(module, fn, g), register_bytes, pinned))
+    registers of `register_bytes` (every loop's gang `pinned` where given), its
+    words saying which tail lane C gives the loop (emit_c/lane.py masked_tail)."""
+    return [(fn, g, _with_tail(choose(loop_features(module, fn, g), register_bytes, pinned), g))
             for fn in module.functions for g in statements(fn.body) if isinstance(g, ir.Gang)]
+
+
+def _with_tail(choice: GangChoice, gang: ir.Gang) -> GangChoice:
+    tail = "one masked gang" if masked_tail(gang) else "the scalar loop"
+    return GangChoice(choice.shape, f"{choice.text}; tail: {tail}")
 
 
 def shaped_as(module: ir.Module, choices: list[tuple[ir.Function, ir.Gang, GangChoice]]) -> ir.Module:
