@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import fields, is_dataclass
 
 from nupp.frontend import ast
-from nupp.emit_c.lane import SELECT_BUDGET, dead_after_loops, select_cost
+from nupp.emit_c.lane import SELECT_BUDGET, dead_after_loops, masked_tail, select_cost
 from nupp.emit_spirv.admit import calls_in, device_refusal, kernel_reductions, split_kernel
 from nupp.errors import Source
 from nupp.frontend.parser import parse
@@ -70,6 +70,7 @@ SHAPES = (
     "register pressure (8+ loads in one expression)", "masked if run as selects",
     "span loops of different gangs in one function (the cost model's)",
     "local no inactive lane reads (no select)", "load after a store to its span in a gang",
+    "masked tail", "masked tail that may break or raise",
 )
 DEVICE = ("device kernel", "device kernel with a finish kernel", "device reduction", "device call",
           "device break out of the span loop")
@@ -392,10 +393,15 @@ def _gang_shapes(gang: ir.Gang) -> set[str]:
 
 
 def _lane_c_shapes(gang: ir.Gang) -> set[str]:
-    """What lane C (emit_c/lane.py) writes differently: a cheap masked if as
-    selects, an assignment without a select (a local declared in its masked
-    block, or dead after its masked loop), a load after a store to its span."""
+    """What lane C (emit_c/lane.py) writes differently: a masked tail, a cheap
+    masked if as selects, an assignment without a select (a local declared in
+    its masked block, or dead after its masked loop), a load after a store to
+    its span."""
     found = set()
+    if masked_tail(gang):
+        found.add("masked tail")
+        if breaks_leaving(gang.body) or any(raises(e) for s in statements(gang.body) for e in own_exprs(s)):
+            found.add("masked tail that may break or raise")
     for s in statements(gang.body):
         cost = select_cost(s.then + s.orelse, gang.varying) if isinstance(s, ir.If) and s.masked else None
         if cost is not None and cost <= SELECT_BUDGET:
