@@ -3,7 +3,9 @@
 The IR is structured (no basic blocks): a function body is a tuple of
 statements, and expressions are trees whose every node has one width.
 Widths change only at conversion ops (`promote.f32.f64`, `narrow.f64.f32`,
-...), which the lowering writes down wherever the source converts.
+...), which the lowering writes down wherever the source converts, and at a
+Store, which converts to its field's storage (scalar_ir/widths.FieldStorage:
+an integer field reduces, a float field narrows a binary64 itself).
 
 Expressions                          Statements
   Const   a literal at a width         Let     declare a local (value optional)
