@@ -178,6 +178,29 @@ def select_cost(body, varying) -> Optional[int]:
     return cost
 
 
+def select_chain(s: ir.If) -> Optional[tuple[list, tuple]]:
+    """A masked if / else-if chain as its (condition, arm) pairs and its last
+    else, when running the last else and then the arms from the last to the
+    first, each under its own condition alone, is exact (the hand-written
+    `v = e; v = c2 ? a2 : v; v = c1 ? a1 : v`): each arm surely assigns (at
+    its top level) every local an arm after it may assign, so it overwrites
+    what they left in its lanes, and reads none of them.  The arms must run
+    as selects (select_cost).  None when the chain is not like that."""
+    arms = [(s.cond, s.then)]
+    rest = s.orelse
+    while len(rest) == 1 and isinstance(rest[0], ir.If) and rest[0].masked:
+        arms.append((rest[0].cond, rest[0].then))
+        rest = rest[0].orelse
+    later: set[str] = set()  # what the arms after the one checked may assign
+    for body in [rest] + [body for _, body in reversed(arms)]:
+        surely = {x.name for x in body if isinstance(x, ir.Assign)}
+        reads = {n for x in statements(body) for e in own_exprs(x) for n in var_names(e)}
+        if not later <= surely or reads & later:
+            return None
+        later |= {x.name for x in statements(body) if isinstance(x, ir.Assign)}
+    return arms, rest
+
+
 def dead_after_loops(body) -> dict[int, frozenset[str]]:
     """For each masked while and for of a gang body (by id): the locals declared
     before it in its block that nothing after it there reads.  A lane its mask
@@ -733,27 +756,46 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
     def masked_if(self, s: ir.If) -> None:
         """`then` under mask & c, `orelse` under mask & ~c, each skipped when no
         lane is active in it, or both run as selects when that is cheaper."""
+        cost = select_cost(s.then + s.orelse, self.varying_names)
+        branch_free = cost is not None and cost <= SELECT_BUDGET
+        chain = select_chain(s) if branch_free else None
+        if chain is not None:
+            return self.selects_last_first(*chain)
         conds = self.each(lambda: self.vector_expr(s.cond))
         outer = self.mask
-        sides = []
-        for body, negate in ((s.then, ""), (s.orelse, "~")):
-            if body:
-                m = self.part_names("m")
-                for k, name in enumerate(m):
-                    test = negate + conds[k]
-                    active = test if outer is None or outer[k] is None else f"{self.read(outer[k])} & {test}"
-                    self.line(f"{self.vec(Width.BOOL)} {name} = {active};")  # a break clears lanes of it
-                sides.append((body, m))
-        cost = select_cost(s.then + s.orelse, self.varying_names)
+        sides = [(body, self.arm_masks(conds, negate)) for body, negate in ((s.then, ""), (s.orelse, "~")) if body]
         for body, m in sides:
             if outer is not None and any(stopped for _, _, stopped in self.loops):
                 for k, name in enumerate(m):  # a break in `then` may have stopped later lanes
                     if outer[k] is not None:
                         self.line(f"{name} &= {self.read(outer[k])};")
-            branch_free = cost is not None and cost <= SELECT_BUDGET
             self.line("{" if branch_free else f"if ({self.all_lanes(m)} != 0) {{")
             self.under_mask(m, body)
             self.line("}")
+
+    def arm_masks(self, conds: list, negate: str) -> tuple:
+        """A mask for each vector of the gang: its active lanes where `negate`
+        applied to the condition (`conds`, one per vector) holds."""
+        outer = self.mask
+        m = self.part_names("m")
+        for k, name in enumerate(m):
+            test = negate + conds[k]
+            active = test if outer is None or outer[k] is None else f"{self.read(outer[k])} & {test}"
+            self.line(f"{self.vec(Width.BOOL)} {name} = {active};")  # a break clears lanes of it
+        return m
+
+    def selects_last_first(self, arms: list, last: tuple) -> None:
+        """A chain `select_chain` accepts: every condition first, then the last
+        else under the enclosing mask, then the arms from the last to the first,
+        each under its own condition: no complemented masks, and an arm's
+        selects overwrite what the arms after it left in its lanes."""
+        masks = [self.arm_masks(self.each(lambda: self.vector_expr(cond)), "") for cond, _ in arms]
+        runs = [(last, self.mask)] + [(body, m) for (_, body), m in reversed(list(zip(arms, masks)))]
+        for body, m in runs:
+            if body:
+                self.line("{")
+                self.under_mask(m, body)
+                self.line("}")
 
     def under_mask(self, mask: Optional[tuple], body, unread: frozenset = frozenset()) -> None:
         """A block run under `mask` (None: every lane), which its breaks may clear

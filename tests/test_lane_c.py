@@ -607,13 +607,14 @@ def test_a_varying_if_runs_under_masks(kernels):
     text = emit_lane_module(lanes_at(module, 4), source.path, "nupp_").source
     body = text.split("c1 += 4) {", 1)[1].split("for (; c1 <= n_out; ++c1)", 1)[0]
     assert "switch" not in body  # the switch on a varying selector is its chain of masked ifs
-    assert " & ~t" in body  # the else mask: mask & ~cond
+    assert " & ~t" not in body  # arms of constants: each under its own condition, last first
     assert "(((nu_i32x4)" in body and "& ~m" in body  # per-lane selects are bitwise blends
     assert "nu_lanes_x4" not in body  # arms of a few assignments: selects, no branch
     assert "switch (v_sel_2_2) {" in text  # the scalar tail keeps the C switch
     source, module = compiled(kernels["masked"].path)  # arms that store
     text = emit_lane_module(lanes_at(module, 4), source.path, "nupp_").source
     assert "if (nu_lanes_x4(&m" in text  # a side with no active lane is skipped
+    assert " & ~t" in text  # the else mask: mask & ~cond
 
 
 def test_a_loop_inside_a_varying_if_runs_under_its_mask(tmp_path):

@@ -13,16 +13,19 @@ gang, under GCC and Clang.
     length 0..2G+1 and on the whole edge table;
   * SHAPES: kernels whose gangs hold a masked while with locals no inactive
     lane reads (declared in the loop, dead after it) beside ones read after
-    it, a masked for, selects for a cheap if, loads of a block after stores
-    to it, and FORMS, with the BENCH kernels and the lane test kernels, agree
-    with scalar C in `nupp crosscheck` (every length 0..2G+1 and 1000, edge
-    inputs, statuses and spans after an error) at gangs of several vectors:
+    it, a masked for, selects for a cheap if, if / else-if chains run as
+    selects from the last arm beside ones that must run in order, loads of
+    a block after stores to it, and FORMS, with the BENCH kernels and the
+    lane test kernels, agree with scalar C in `nupp crosscheck` (every
+    length 0..2G+1 and 1000, edge inputs, statuses and spans after an
+    error) at gangs of several vectors:
     quick, GCC at baseline, v3 and v4 for gangs 8, 16, 32; slow, both
     compilers at every tier and gang;
   * what the C is: a gang wider than the registers is several vectors,
     written per register width under the target's macros, every vector one
     register; a shift by a literal is an immediate shift; a cheap masked if
-    has no branch; a block loaded once serves each of its fields.
+    has no branch; a switch of constants is selects from its else with no
+    complemented mask; a block loaded once serves each of its fields.
 """
 
 from __future__ import annotations
@@ -34,11 +37,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nupp.emit_c.lane import emit_lane_module
+from nupp.emit_c.lane import SELECT_BUDGET, emit_lane_module, select_chain, select_cost
 from nupp.errors import Source
 from nupp.pipeline import compile_module, lanes_at
 from nupp.runtime.api import load
 from nupp.scalar_ir.lanes import GANG_SIZES
+from nupp.scalar_ir import nodes as ir
+from nupp.scalar_ir.walk import statements
 from nupp.targets.cross import host_machine
 
 from .conftest import require_tool
@@ -237,7 +242,105 @@ end
 return {Cell = Cell, reload = reload}
 """
 
-SHAPE_KERNELS = {"forms": FORMS, "unread": UNREAD, "reload": RELOAD}
+# Masked if / else-if chains (emit_c/lane.py select_chain): the ones each of
+# whose arms surely assigns what the arms after it may assign, and reads none
+# of it, run their arms as selects from the last to the first, every condition
+# computed first; the others (CHAIN_RUNS_LAST_FIRST says which) in order.
+SELECTS = """\
+local span = nupp.mem.span
+
+local struct In
+    a: int32
+    b: int32
+end
+
+local struct Out
+    c: int32
+    p: int32
+    q: int32
+    x: int32
+    y: int32
+    w: int32
+end
+
+@aot
+local function selects(exclusive out: span.WriteSpan<Out>, borrows inp: span.Span<In>, k: int32): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        local a = inp[i].a
+        local b = inp[i].b
+        local c: int32 = switch a & 7 do
+            case 0 -> 3
+            case 1, 2 -> 5
+            case 7 -> -1
+            else -> 0
+        end
+        local p: int32 = 0
+        local q: int32 = 0
+        if a > k then
+            p = 1
+        elseif a < (k ~ 5) then
+            p = 2
+            q = 3
+        else
+            q = 4
+        end
+        if b > 0 then
+            if a > 0 then
+                p = 10
+            end
+        else
+            p = 20
+        end
+        if (b & 3) == 0 then
+            q = q + p
+            p = 7
+        elseif a > 0 then
+            q = 9
+            p = 8
+        end
+        local x: int32 = b
+        local y: int32 = 0
+        if x > 5 then
+            y = 1
+            x = 0
+        elseif x > 2 then
+            y = 2
+            x = 1
+        else
+            y = 3
+            x = 100
+        end
+        local w: int32 = 0
+        local n: int32 = 0
+        while n < (a & 7) do
+            local t: int32 = switch (n + b) & 3 do
+                case 0 -> 1
+                case 1 -> 4
+                else -> 2
+            end
+            w = w * 3 + t
+            n = n + 1
+        end
+        out[i].c = c
+        out[i].p = p
+        out[i].q = q
+        out[i].x = x
+        out[i].y = y
+        out[i].w = w
+    end
+end
+
+return {In = In, Out = Out, selects = selects}
+"""
+
+# SELECTS' chains in order: the switch (constants); q assigned by a later arm
+# only; p assigned by the first arm only under its own if (and that if, alone
+# in its arm); an arm reading what a later one assigns; x and y assigned by
+# every arm, read by the conditions; the switch in the masked while.
+CHAIN_RUNS_LAST_FIRST = [True, False, False, True, False, True, True]
+
+SHAPE_KERNELS = {"forms": FORMS, "unread": UNREAD, "reload": RELOAD, "selects": SELECTS}
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 COUNTS = (0, 1, 5, 13, 31, 32, 33, 63, 64, 65, -1, -31, -32, -33, -63, -64, -(2 ** 31), 2 ** 31 - 1)
@@ -476,6 +579,39 @@ def test_a_cheap_masked_if_has_no_branch_and_a_block_is_loaded_once():
     assert "nu_lanes_x16" not in body  # the switch and the if: selects only
     # Entity's block: three vector loads for its three fields, in the threaded gang loop and the other
     assert body.count("nu_load_i32x16(&v") == 6
+
+
+def _chain_heads(body) -> list:
+    """The masked ifs of a block that are not an else-if of another, in order."""
+    heads, inner = [], set()
+    for s in statements(body):
+        if isinstance(s, ir.If) and s.masked and id(s) not in inner:
+            heads.append(s)
+            rest = s.orelse
+            while len(rest) == 1 and isinstance(rest[0], ir.If) and rest[0].masked:
+                inner.add(id(rest[0]))
+                rest = rest[0].orelse
+    return heads
+
+
+def test_a_chain_runs_last_first_only_where_each_arm_overwrites_the_later_ones():
+    module = lanes_at(compile_module(Source("k.nupp", SELECTS)), 8)
+    gang = next(s for f in module.functions for s in statements(f.body) if isinstance(s, ir.Gang))
+    heads = _chain_heads(gang.body)
+    assert [select_chain(s) is not None for s in heads] == CHAIN_RUNS_LAST_FIRST
+    assert all(select_cost(s.then + s.orelse, gang.varying) <= SELECT_BUDGET for s in heads)  # all selects
+
+
+def test_a_switch_of_constants_is_selects_from_the_else_with_no_complemented_mask():
+    """tecsbits' switch runs as the hand-written `v = else; v = c3 ? a3 : v; ...`:
+    GCC moved the complements of `~c` masks through general registers."""
+    c = _lane_c((BENCH / "tecsbits.nupp").read_text(), 16)
+    body = c.split("int64_t c1", 1)[1].split("#if defined(__AVX512F__)", 1)[1].split("#elif", 1)[0]
+    assert not re.search(r"= ~t\d+;|& ~t\d+;", body)
+    arms = re.findall(r"v_class = (t\d+|\(\(\(nu_i32x16\)t\d+ & m\d+\))", body)
+    assert len(arms) == 8 and all(a.startswith("t") for a in arms[::4])  # the else first, as is, per loop
+    masks = [int(m) for m in re.findall(r"v_class = \(\(\(nu_i32x16\)t\d+ & m(\d+)\)", body)[:3]]
+    assert masks == sorted(masks, reverse=True)  # the last case's mask first
 
 
 def test_a_local_no_inactive_lane_reads_is_assigned_without_a_select():
