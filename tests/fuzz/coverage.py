@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import fields, is_dataclass
 
 from nupp.frontend import ast
-from nupp.emit_c.lane import SELECT_BUDGET, dead_after_loops, masked_tail, select_cost
+from nupp.emit_c.lane import SELECT_BUDGET, dead_after_loops, masked_tail, select_chain, select_cost
 from nupp.emit_spirv.admit import calls_in, device_refusal, kernel_reductions, split_kernel
 from nupp.errors import Source
 from nupp.frontend.parser import parse
@@ -68,6 +68,7 @@ SHAPES = (
     "masked while", "while ... and false", "masked for", "empty for in a span loop",
     "uniform local in a masked gang body", "reduction", "break out of a span loop", "two span loops",
     "register pressure (8+ loads in one expression)", "masked if run as selects",
+    "masked if/else-if chain run as selects from its last arm",
     "span loops of different gangs in one function (the cost model's)",
     "local no inactive lane reads (no select)", "load after a store to its span in a gang",
     "masked tail", "masked tail that may break or raise",
@@ -406,6 +407,9 @@ def _lane_c_shapes(gang: ir.Gang) -> set[str]:
         cost = select_cost(s.then + s.orelse, gang.varying) if isinstance(s, ir.If) and s.masked else None
         if cost is not None and cost <= SELECT_BUDGET:
             found.add("masked if run as selects")
+            chain = select_chain(s)
+            if chain is not None and len(chain[0]) > 1:
+                found.add("masked if/else-if chain run as selects from its last arm")
     if any(dead_after_loops(gang.body).values()) or _assigned_where_declared(gang.body, False):
         found.add("local no inactive lane reads (no select)")
     stored: set[str] = set()
