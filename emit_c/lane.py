@@ -356,8 +356,8 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         self.unread: list[set[str]] = []
         self.dead_after: dict[int, frozenset[str]] = {}
         # ids of the gang body's stores written as whole elements, and the
-        # field vectors of each span waiting for the rest (whole_element_stores)
-        self.block_stores: dict[int, str] = {}
+        # field vectors of each span waiting for the rest (block_store_plan)
+        self.block_stores: dict[int, object] = {}
         # binary64 vectors (C names) that are a binary32 vector promoted, and the
         # gang body's assigned locals (a Let of one of those keeps the fact
         # only if the local is never assigned)
@@ -520,7 +520,7 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         if stopped or active:
             self.masked_gang(s, stopped, active)
         else:
-            self.block_stores = self.whole_element_stores(s)
+            self.block_stores = self.block_store_plan(s)
             for stmt in s.body:
                 self.stmt(stmt)
             self.block_stores = {}

@@ -27,6 +27,7 @@ from typing import Optional
 
 from nupp.emit_c.lane import binary32_operands, masked_tail
 from nupp.emit_c.lane_helpers import LANE_FORMS
+from nupp.emit_c.lane_memory import moves_whole
 from nupp.lane_rewrite.gang_size import GangShape, shape_gangs
 from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.lanes import GANG_SIZES, is_varying
@@ -101,9 +102,8 @@ def _storage_bytes(struct: ir.StructDef, field: str) -> int:
 
 
 def _lane_by_lane(struct: ir.StructDef) -> int:
-    """1 where lane C moves the struct's elements lane by lane (emit_c/lane_memory.py:
-    one field, or fields of one size, move as whole vectors)."""
-    return int(len({FIELD_STORAGE[t].bits for _, t in struct.fields}) > 1)
+    """1 where lane C moves the struct's elements lane by lane (emit_c/lane_memory.py)."""
+    return int(not moves_whole(struct))
 
 
 # The coefficients, each measured with `nupp bench`'s kernels at 10^6 elements

@@ -87,6 +87,7 @@ local span = nupp.mem.span
 local struct Body
     x: number
     m: int32
+    tag: int16
 end
 
 @aot
@@ -129,7 +130,7 @@ def test_the_features_are_the_widest_lane_as_lane_c_writes_it_and_the_masked_whi
 
 
 def test_lane_by_lane_work_is_counted_per_access():
-    """Body (8- and 4-byte fields) moves lane by lane: a load and a store each;
+    """Body (a 2-byte field beside 8- and 4-byte ones) moves lane by lane: a load and a store each;
     the loop over `m` holds 32-bit lanes alone."""
     first, second = _features(PER_LANE)
     assert first.per_lane == 2 and first.element_bytes == 8
