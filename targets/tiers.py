@@ -9,7 +9,7 @@
 
 (nupp/pipeline.py strings these together: `native_library`.)
 
-TIERS, in order, each compiled with nupp's flags (runtime/native.BASE_FLAGS:
+TIERS, in order, each compiled with nupp's flags (targets/toolchain.BASE_FLAGS:
 -O2 -ffp-contract=off -fno-fast-math) plus its own `-march` and
 `-mprefer-vector-width` of its register width:
 

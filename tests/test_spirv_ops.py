@@ -86,9 +86,13 @@ def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("nupp-spirv-cache")
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(cache_dir, monkeypatch):
-    monkeypatch.setenv("NUPP_CACHE_DIR", str(cache_dir))
+@pytest.fixture(scope="module", autouse=True)
+def _isolated_cache(cache_dir):
+    """Module-scoped, so the module-scoped builds below (set up before any
+    function-scoped fixture) compile into this folder, not the user's cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NUPP_CACHE_DIR", str(cache_dir))
+        yield
 
 
 @pytest.fixture(scope="module", params=RUNNERS)
