@@ -22,7 +22,7 @@ claims, with every goal of the lane and performance issues judged beside them.
 At sizes of 10^7 and more, each streaming kernel's memory roof: the bytes its
 spans move per element times the copy bandwidth of a C stream copy measured in
 the same rounds.  Then the short spans (lengths 1..3G: the default against
-scalar C), the cold compile-and-load time of a tiered module, and with --plot a
+scalar C), the compile-and-load times of a module (first use, cold, cache hits), and with --plot a
 chart of throughput against span size from 10^2 to 10^7.
 """
 
@@ -311,11 +311,12 @@ def _print_short_spans(kernels, loaded, repeats: int) -> None:
 
 
 def _print_load_times() -> None:
-    lines = {"scalar": load_times("scalar"), "lane, every tier": load_times("lane")}
-    print("\ncompile and load of mandelbrot.nupp (ms)")
-    print(f"  {'library':<18} {'cold':>8} {'hit, new process':>17} {'hit, same process':>18}")
-    for label, (_, cold, warm, hit_same) in lines.items():
-        print(f"  {label:<18} {cold:>8.1f} {warm:>17.1f} {hit_same:>18.1f}")
+    lines = {"scalar": load_times("scalar"), "lane, this CPU's tier": load_times("lane")}
+    print("\ncompile and load of mandelbrot.nupp (ms; first use: an empty cache folder, so nupp's one-time builds "
+          "too; cold: a module the cache has not seen)")
+    print(f"  {'library':<22} {'first use':>9} {'cold':>8} {'hit, new process':>17} {'hit, same process':>18}")
+    for label, t in lines.items():
+        print(f"  {label:<22} {t.first_use:>9.1f} {t.cold:>8.1f} {t.hit_new:>17.1f} {t.hit_same:>18.1f}")
 
 
 def _require_matplotlib() -> None:

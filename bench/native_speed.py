@@ -7,7 +7,8 @@
 2. Throughput of each BENCH kernel: the interpreter (LuaJIT), nupp's scalar C,
    and the same kernel written by hand in C (bench/handwritten/kernels.c) at
    -O2, all on the same NumPy arrays, median of interleaved rounds.
-3. Cold compile-and-load time of one module (empty cache) and a cache hit.
+3. Compile-and-load time of one module: on first use (an empty cache), cold
+   (a cache that holds nupp's one-time builds), and cache hits.
 """
 
 from __future__ import annotations
@@ -219,26 +220,43 @@ print(t1 - t0, t2 - t1, t3 - t2)
 """
 
 
-def load_times(mode: str, path: Path = KERNELS / "mandelbrot.nupp") -> tuple[float, float, float, float]:
-    """ms: import nupp, a cold load (empty cache), a cache hit in a new process, one in the same process."""
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUPP_CACHE_DIR=cache)
-        runs = []
-        for _ in range(2):  # the first run compiles, the second finds the cache warm
-            out = subprocess.run([sys.executable, "-c", COLD_LOAD, str(path), mode],
-                                 env=env, capture_output=True, text=True, check=True).stdout
-            runs.append([float(v) * 1000 for v in out.split()])
-    (imp, cold, hit_same), (_, warm, _) = runs
-    return imp, cold, warm, hit_same
+@dataclass(frozen=True)
+class LoadTimes:
+    """ms of one module's compile and load, each in a new process but the last."""
+
+    import_nupp: float
+    first_use: float   # an empty cache folder: also nupp's one-time builds (its call extension, the grammar)
+    cold: float        # a module no cache has seen, in a cache that holds nupp's one-time builds
+    hit_new: float     # a cache hit in a new process
+    hit_same: float    # a cache hit in the same process
+
+
+def load_times(mode: str, path: Path = KERNELS / "mandelbrot.nupp") -> LoadTimes:
+    """Three processes on one cache folder: the first finds it empty, the
+    second hits, the third loads a copy of the module with a new comment."""
+    with tempfile.TemporaryDirectory() as folder:
+        env = dict(os.environ, NUPP_CACHE_DIR=str(Path(folder) / "cache"))
+        fresh = Path(folder) / path.name
+        fresh.write_text(path.read_text() + f"-- {time.time_ns()}\n")
+        runs = [_load_twice(module, mode, env) for module in (path, path, fresh)]
+    (imp, first, hit_same), (_, hit_new, _), (_, cold, _) = runs
+    return LoadTimes(imp, first, cold, hit_new, hit_same)
+
+
+def _load_twice(path: Path, mode: str, env: dict) -> list[float]:
+    out = subprocess.run([sys.executable, "-c", COLD_LOAD, str(path), mode],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    return [float(v) * 1000 for v in out.split()]
 
 
 def compile_times() -> None:
-    imp, cold, warm, hit_same = load_times("scalar")
+    times = load_times("scalar")
     print("\ncompile and load of mandelbrot.nupp (ms)")
-    print(f"  import nupp                         {imp:8.1f}")
-    print(f"  cold: check, compile, load          {cold:8.1f}   (goal < 1000)")
-    print(f"  cache hit, new process              {warm:8.1f}")
-    print(f"  cache hit, same process             {hit_same:8.1f}   (goal < 30)")
+    print(f"  import nupp                         {times.import_nupp:8.1f}")
+    print(f"  first use: an empty cache folder    {times.first_use:8.1f}")
+    print(f"  cold: check, compile, load          {times.cold:8.1f}   (goal < 500)")
+    print(f"  cache hit, new process              {times.hit_new:8.1f}")
+    print(f"  cache hit, same process             {times.hit_same:8.1f}   (goal < 10)")
 
 
 def main() -> None:
