@@ -32,6 +32,7 @@ import nupp
 from nupp.errors import Source
 from nupp.runtime.host import Host
 
+from bench.call_cost import users_environment
 from bench.peers.hand_c import hand_scalar  # bench/ is not installed: run from the checkout's root
 
 HERE = Path(__file__).resolve().parent
@@ -235,8 +236,7 @@ def load_times(mode: str, path: Path = KERNELS / "mandelbrot.nupp") -> LoadTimes
     """Three processes on one cache folder: the first finds it empty, the
     second hits, the third loads a copy of the module with a new comment."""
     with tempfile.TemporaryDirectory() as folder:
-        env = dict(os.environ, NUPP_CACHE_DIR=str(Path(folder) / "cache"))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's Python keeps its bytecode: ~0.2 s of each start
+        env = dict(users_environment(), NUPP_CACHE_DIR=str(Path(folder) / "cache"))
         fresh = Path(folder) / path.name
         fresh.write_text(path.read_text() + f"-- {time.time_ns()}\n")
         runs = [_load_twice(module, mode, env) for module in (path, path, fresh)]
