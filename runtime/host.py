@@ -20,6 +20,7 @@ from lupa import luajit21
 
 from nupp.compiled import Compiled
 from nupp.errors import Source, source_bytes
+from nupp.runtime.deep_stack import on_deep_stack
 from nupp.runtime.module_cache import ModuleCache
 from nupp.runtime.threads import ThreadSetting, thread_setting
 
@@ -183,7 +184,8 @@ class Host:
         chunk, problem = self._load_chunk(source_bytes(lua_text), chunkname, translated)
         if chunk is None:
             raise LuaRunError(str(problem), "")
-        outcome = self._xpcall(chunk, self._on_error, *map(lua_bytes, args))
+        # C functions calling back into Lua grow the C stack (runtime/deep_stack.py)
+        outcome = on_deep_stack(self._xpcall, chunk, self._on_error, *map(lua_bytes, args))
         if self.module_error is not None:
             raise self.module_error
         ok, *results = outcome if isinstance(outcome, tuple) else (outcome,)

@@ -19,6 +19,7 @@ local boundary = load_part("boundary", math_rt, mem)
 local ops = load_part("ops", math_rt)
 local native = load_part("native", boundary)
 local operators = load_part("operators")
+load_part("coroutines")  -- nested coroutines end in a stack overflow
 
 nupp = {
     math = {
