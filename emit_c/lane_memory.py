@@ -5,8 +5,9 @@ load or store (memcpy) per vector of the gang.  A struct of two fields or more,
 each of 4 or 8 bytes (block_place), is a block: the gang's G elements are U
 vectors of G units (the widest field's size; padding included), loaded once
 and shuffled into the vector of each word a field lies in
-(`__builtin_shufflevector`; lane by lane with a GCC before 12), a 4-byte field
-in an 8-byte word shifted out of it.  An unmasked store sets its word's
+(`__builtin_shufflevector`; lane by lane with a GCC before 12, and with GCC
+where fields differ in size in vectors of two words: block_condition), a
+4-byte field in an 8-byte word shifted out of it.  An unmasked store sets its word's
 vector (a 4-byte field merged into its word's other half); the block's
 vectors holding a stored word are rebuilt from the word vectors and written
 back whole, by the span's last store of a body that stores it only at its
@@ -44,7 +45,17 @@ from nupp.scalar_ir.widths import FIELD_STORAGE, Width, struct_layout
 # Block code needs __builtin_shufflevector (Clang, GCC 12 on); a struct with a
 # 4-byte field in an 8-byte word also the little-endian order of its halves.
 BLOCKS = "defined(__clang__) || __GNUC__ >= 12"
-HALVES = f"({BLOCKS}) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__"
+LITTLE_ENDIAN = "__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__"
+HALVES = f"({BLOCKS}) && {LITTLE_ENDIAN}"
+# In vectors of at most NARROW_BYTES (two 8-byte words), a struct whose fields
+# differ in size moves as blocks under Clang only: GCC 12 merges a 4-byte field
+# into its words through general registers and keeps each block vector live, so
+# its lane-by-lane moves (two lanes: movsd/movhpd, movss/extractps) are faster.
+# simd (Body: two binary64, a binary32, padding) at 10^5, a C harness, medians of
+# 9 interleaved rounds, blocks -> lane by lane: GCC 1.14x-1.61x at baseline and v2
+# (gangs 4..32) and at v3/v4 in 128-bit vectors; Clang 0.75x-1.04x (blocks kept).
+NARROW_BYTES = 16
+CLANG_HALVES = f"defined(__clang__) && {LITTLE_ENDIAN}"
 
 
 @dataclass(frozen=True)
@@ -93,14 +104,31 @@ def block_place(struct: ir.StructDef, name: str) -> Optional[BlockPlace]:
                       len(set(sizes.values())) > 1)
 
 
-def moves_whole(struct: ir.StructDef) -> bool:
+def gcc_moves_blocks(place: BlockPlace, vector_bytes: int) -> bool:
+    """Whether GCC moves the struct as blocks in vectors of `vector_bytes`
+    (Clang does at every width): not a struct whose fields differ in size in
+    vectors of at most NARROW_BYTES."""
+    return not place.halves or vector_bytes > NARROW_BYTES
+
+
+def block_condition(place: BlockPlace, vector_bytes: int) -> str:
+    """The preprocessor condition under which lane C moves the struct as blocks
+    in vectors of `vector_bytes`, else lane by lane (the #else)."""
+    if not place.halves:
+        return BLOCKS
+    return HALVES if gcc_moves_blocks(place, vector_bytes) else CLANG_HALVES
+
+
+def moves_whole(struct: ir.StructDef, vector_bytes: int) -> bool:
     """Whether lane C moves a gang's elements of the struct as whole vectors
-    (one field of a vector element size, or blocks: block_place) rather
-    than lane by lane: what the cost model (targets/gang_choice.py) reads."""
+    in vectors of `vector_bytes` (one field of a vector element size, or
+    blocks: block_place, under GCC too: gcc_moves_blocks) rather than lane by
+    lane: what the cost model (targets/gang_choice.py) reads."""
     fields = [n for n, _ in struct.fields]
     if len(fields) == 1:
         return FIELD_C_TYPES[FIELD_STORAGE[struct.field_type(fields[0])].name] in SIZES
-    return block_place(struct, fields[0]) is not None
+    place = block_place(struct, fields[0])
+    return place is not None and gcc_moves_blocks(place, vector_bytes)
 
 
 class LaneMemory:
@@ -192,7 +220,7 @@ class LaneMemory:
         return self.named_typed("int64_t", f"({words} & {keep}) | ({lanes}{' << 32' if place.half else ''})")
 
     def block_condition(self, place: BlockPlace) -> str:
-        return HALVES if place.halves else BLOCKS
+        return block_condition(place, self.width * place.unit)
 
     def part_base(self) -> str:
         """C for the index of the first element of the vector being written."""

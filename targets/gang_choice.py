@@ -1,6 +1,6 @@
 """The cost model: each span loop's gang and vectors per gang at a feature tier.
 
-    features = loop_features(module, fn, gang)        # what the model reads of one Gang
+    features = loop_features(module, fn, gang, tier.vector_bytes)   # what the model reads of one Gang
     choice = choose(features, tier.vector_bytes)      # GangChoice: its GangShape, and why in words
     choices = gang_choices(lane_ir, tier.vector_bytes, pinned_gang)   # every Gang of a module
     shaped = shaped_as(lane_ir, choices)              # lane IR with each Gang so (lane_rewrite/gang_size.py)
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from nupp.emit_c.lane import binary32_operands, masked_tail
+from nupp.emit_c.lane import MASKED_TAIL_WORDS, binary32_operands, masked_tail
 from nupp.emit_c.lane_helpers import LANE_FORMS
 from nupp.emit_c.lane_memory import moves_whole
 from nupp.lane_rewrite.gang_size import GangShape, shape_gangs
@@ -52,21 +52,23 @@ class GangChoice:
     """The model's answer for one loop at one tier: its shape, and what it is and why, in words."""
 
     shape: GangShape
-    text: str  # "gang 32 as 2 x 512-bit vectors of 32-bit lanes: a masked while ...; tail: one masked gang"
+    text: str  # "gang 32 as 2 x 512-bit vectors of 32-bit lanes: a masked while ...; tail: the scalar loop ..."
 
 
-def loop_features(module: ir.Module, fn: ir.Function, gang: ir.Gang) -> LoopFeatures:
+def loop_features(module: ir.Module, fn: ir.Function, gang: ir.Gang, register_bytes: int = 64) -> LoopFeatures:
+    """The loop's features in registers of `register_bytes` (which structs move
+    lane by lane depends on the vector width: lane_memory.moves_whole)."""
     structs = {p.name: module.struct(p.type.struct) for p in fn.span_params()}
     varying = frozenset(gang.varying)
     widest, per_lane, masked_while = 4, 0, False
     for s in statements(gang.body):
         masked_while |= isinstance(s, ir.While) and s.masked
         if isinstance(s, ir.Store):
-            per_lane += _lane_by_lane(structs[s.span])
+            per_lane += _lane_by_lane(structs[s.span], register_bytes)
             widest = max(widest, _storage_bytes(structs[s.span], s.field))
         for x in (x for e in own_exprs(s) for x in subexprs(e) if is_varying(x, varying)):
             widest = max(widest, _element_bytes(x, structs))
-            per_lane += _runs_per_lane(x, structs)
+            per_lane += _runs_per_lane(x, structs, register_bytes)
     return LoopFeatures(widest, masked_while, per_lane, len(gang.reductions))
 
 
@@ -89,11 +91,11 @@ def _element_bytes(x, structs) -> int:
     return max([4] + [8 for w in widths if w.bits == 64])
 
 
-def _runs_per_lane(x, structs) -> int:
+def _runs_per_lane(x, structs, register_bytes: int) -> int:
     if isinstance(x, ir.Call):
         return 1
     if isinstance(x, ir.Load):
-        return _lane_by_lane(structs[x.span])
+        return _lane_by_lane(structs[x.span], register_bytes)
     return int(isinstance(x, ir.Op) and OPS[x.op].vector == RULE and x.op not in LANE_FORMS)
 
 
@@ -101,9 +103,10 @@ def _storage_bytes(struct: ir.StructDef, field: str) -> int:
     return FIELD_STORAGE[struct.field_type(field)].bits // 8
 
 
-def _lane_by_lane(struct: ir.StructDef) -> int:
-    """1 where lane C moves the struct's elements lane by lane (emit_c/lane_memory.py)."""
-    return int(not moves_whole(struct))
+def _lane_by_lane(struct: ir.StructDef, register_bytes: int) -> int:
+    """1 where lane C moves the struct's elements lane by lane in registers of
+    `register_bytes` (emit_c/lane_memory.py)."""
+    return int(not moves_whole(struct, register_bytes))
 
 
 # The coefficients, each measured with `nupp bench`'s kernels at 10^6 elements
@@ -125,11 +128,15 @@ LATENCY_VECTORS = 2
 # 4,030 against 4,026.  A vector narrower than the register never won:
 # mixedwidth at v3 in 128-bit vectors 1,392 M/s, in 256-bit 2,709.
 STREAM_VECTORS = 1
-# A loop that moves or computes lane by lane (loads of a struct whose fields
-# differ in size, calls, ops without a lane form) and has no masked while
-# runs vectors of at most PER_LANE_BITS: filling a 512-bit vector lane by lane
-# costs more than it saves.  simd at v4: 4 binary64 lanes (256 bits) 542 M/s,
-# 8 (512 bits) 510; in `nupp bench` 625 against 519.
+# A loop that moves or computes lane by lane (loads of a struct with a 1- or
+# 2-byte field, calls, ops without a lane form) and has no masked while runs
+# vectors of at most PER_LANE_BITS: filling a 512-bit vector lane by lane
+# costs more than it saves.  Measured on simd when its Body still moved lane
+# by lane (before its blocks, 9d5b5fa), at v4: 4 binary64 lanes (256 bits)
+# 542 M/s, 8 (512 bits) 510; in `nupp bench` 625 against 519.  Its Body (fields
+# of 8 and 4 bytes) moves as blocks now, but in vectors of two words under GCC
+# (lane_memory.NARROW_BYTES: there lane by lane is 1.14x-1.61x faster), where
+# the cap is moot: such a loop counts as lane by lane at 128-bit registers.
 PER_LANE_BITS = 256
 # Reductions change nothing: an exact reduction adds one integer or min/max
 # op per vector per gang, whose one-cycle chain the loop's loads hide.
@@ -169,12 +176,12 @@ def gang_choices(module: ir.Module, register_bytes: int,
     """Each Gang of lane IR (unsized), its function, and the model's choice for
     registers of `register_bytes` (every loop's gang `pinned` where given), its
     words saying which tail lane C gives the loop (emit_c/lane.py masked_tail)."""
-    return [(fn, g, _with_tail(choose(loop_features(module, fn, g), register_bytes, pinned), g))
+    return [(fn, g, _with_tail(choose(loop_features(module, fn, g, register_bytes), register_bytes, pinned), g))
             for fn in module.functions for g in statements(fn.body) if isinstance(g, ir.Gang)]
 
 
 def _with_tail(choice: GangChoice, gang: ir.Gang) -> GangChoice:
-    tail = "one masked gang" if masked_tail(gang) else "the scalar loop"
+    tail = MASKED_TAIL_WORDS if masked_tail(gang) else "the scalar loop"
     return GangChoice(choice.shape, f"{choice.text}; tail: {tail}")
 
 
