@@ -28,10 +28,13 @@ a Gang becomes
     }
 
 or, where `masked_tail` says so (a masked while or for: the tail's lanes
-would each run its rounds one after another), the tail is one more gang
-under a mask of the lanes up to <stop>:
+would each run its rounds one after another), a tail of more than
+SCALAR_TAIL iterations is one more gang under a mask of the lanes up to
+<stop>: of one vector where they fit one vector of a gang of several, else
+of the whole gang (`masked_tails`), the fewest left still the scalar loop:
 
-        if (c1 <= <stop>) {
+        if (c1 <= <stop> && <stop> - c1 >= 4 && <stop> - c1 < W) {   one vector: W lanes
+        if (c1 <= <stop> && <stop> - c1 >= W) {                      the whole gang
             const int32_t r4 = (int32_t)(<stop> - c1);       the last active lane
             nu_i32x8 a5 = ({0, ..., 7} <= {r4, ...});        the gang's mask
             const nu_i32x8 v_i = <lane, or r4 past it> + (int32_t)c1;
@@ -117,6 +120,14 @@ from nupp.scalar_ir.widths import Width, holds_in_binary32
 # raise or store) runs both arms as selects: cheaper than testing the mask's
 # lanes and a branch the data decides.
 SELECT_BUDGET = 16
+
+# A masked tail of at most this many iterations runs as the scalar loop: a tail
+# gang's fixed cost (its mask, loads and guarded stores lane by lane) is more
+# than that many scalar iterations of a light element (`masked_tail`).
+SCALAR_TAIL = 4
+# What `nupp emit --report` says of a masked tail (targets/gang_choice.py).
+MASKED_TAIL_WORDS = (f"the scalar loop up to {SCALAR_TAIL} iterations, else masked: "
+                     "one vector where they fit one, else the gang")
 
 
 def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
@@ -224,17 +235,27 @@ def dead_after_loops(body) -> dict[int, frozenset[str]]:
 
 
 def masked_tail(gang: ir.Gang) -> bool:
-    """Whether a loop's last n mod G iterations run as one gang under a mask (lanes
-    past the end inactive) rather than as the scalar loop: where it has a masked
-    while or for, whose rounds a lane of the scalar loop would run one after
-    another.  Measured with `nupp bench`'s kernels, lengths 1..3G, scalar C's
-    time per call over lane C's (mean; AVX-512 EPYC, GCC 12): mandelbrot
-    (gang 32) 2.7 with the scalar tail, 6.3 with the masked one (0.4-0.9 at
-    lengths of 1-20, the one masked gang costing about 2.2 scalar rounds per
-    round, but 2-13x where the tail's elements take many rounds); the streaming
-    kernels lose with it, their lanes' work being a few operations: tecsbits
-    1.08 -> 0.80, mixedwidth 0.98 -> 0.83, simd 0.95 -> 0.82, corrected 3.60 ->
-    3.62 (slower at lengths 1-4).  At 10^5 elements the tail never mattered."""
+    """Whether a loop's last n mod G iterations run masked (`masked_tails`: the
+    fewest as the scalar loop, else one gang under a mask, lanes past the end
+    inactive, of one vector where they fit one) rather than as the scalar loop:
+    where it has a masked while or for, whose rounds a lane of the scalar loop
+    would run one after another.  Measured on mandelbrot (`nupp bench`'s short
+    spans, lengths 1..3G, scalar C's time per call over lane C's, fastest of 5
+    interleaved samples; AVX-512 EPYC, GCC 12, 2 shared cores at load 2-3),
+    mean / lowest: at gang 32 v4 (2 x 16 lanes) the scalar tail 2.64 / 0.67,
+    the whole masked gang 6.43 / 0.40 (0.40-0.95 at lengths 1-21), one vector
+    when the tail fits it 6.66 / 0.38, and this (scalar up to SCALAR_TAIL) 6.68 /
+    0.70: 0.83-1.14 at lengths 1-8, but still 0.70-0.97 at 9-21, where one lane
+    of the tail runs about all the rounds (a masked round and the tail gang's
+    lane-by-lane loads and stores cost more than the scalar loop's light
+    elements); at gang 16 v3 (2 x 8) 2.91 / 0.62 -> 2.93 / 0.83; at gangs of
+    one vector (16 and 8 at v4) only the scalar loop's fewest change: 2.59 ->
+    2.56, 1.23 -> 1.24, lowest at lengths 1-4 0.64-0.89 -> 0.89-0.97.  The
+    cost of the fewest as the scalar loop: lengths G+2..G+4 whose elements
+    are heavy, 4.3-5.1 -> 2.9-3.7 (gang 32 v4).  The streaming kernels keep
+    the scalar tail, their lanes' work being a few operations (a masked gang
+    there: tecsbits 1.08 -> 0.80, mixedwidth 0.98 -> 0.83, simd 0.95 -> 0.82,
+    corrected 3.60 -> 3.62).  At 10^5 elements the tail never mattered."""
     return any(isinstance(s, (ir.While, ir.For)) and s.masked for s in statements(gang.body))
 
 
@@ -380,8 +401,9 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
     def stmt_Gang(self, s: ir.Gang) -> None:
         """`{ counter; accumulators; for (gangs) { body } combine; for (tail) { scalar body } }`,
         the gangs written for each register width whose lanes differ; where
-        `masked_tail` says so, the tail is one gang under a mask instead
-        (`if (tail) { accumulators; body; combine }`, after the gangs)."""
+        `masked_tail` says so, a tail of more than SCALAR_TAIL iterations is a
+        gang under a mask instead (`masked_tails`: `if (tail) { accumulators;
+        body; combine }`, after the gangs), the scalar loop only the fewest's."""
         self.gang = s.size
         tail = masked_tail(s)
         start = self.expr(s.start)
@@ -401,15 +423,16 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
                 self.line("#else" if macro is None else f"#{'if' if k == 0 else 'elif'} {macro}")
             self.gangs(s, counter, stop, stopped, width)
             if tail:
-                self.gangs(s, counter, stop, stopped, width, tail=True)
+                self.masked_tails(s, counter, stop, stopped, width)
         if len(widths) > 1:
             self.line("#endif")
         if self.status:  # the first raising lane's error, once the lanes before it are done
             self.line(f"if ({self.status} != 0) return {self.status};")
             self.status = None
-        if not tail:  # the tail: n mod G iterations of the scalar loop
-            self.line(f"for (; {self.not_stopped(stopped)}{counter} <= {stop}; ++{counter}) {{")
-            self.counted_body(s.scalar_loop(), counter)
+        # the tail: the n mod G iterations left as the scalar loop, or (masked tails) only the fewest
+        few = f" && {stop} - {counter} < {SCALAR_TAIL}" if tail else ""
+        self.line(f"for (; {self.not_stopped(stopped)}{counter} <= {stop}{few}; ++{counter}) {{")
+        self.counted_body(s.scalar_loop(), counter)
         self.depth -= 1
         self.line("}")
 
@@ -456,24 +479,39 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         self.mod.headers.clear()
         self.mod.headers.update(headers)
 
+    def masked_tails(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str], width: int) -> None:
+        """The masked tail at `width` lanes per vector: the iterations left, if more
+        than SCALAR_TAIL (the scalar loop after the gangs runs those), as one gang
+        under a mask; where they fit one vector of a gang of several, as a gang of
+        that one vector (a masked round then costs one vector's work, not the
+        whole gang's: `masked_tail`)."""
+        full, last, lowest = self.gang, f"{stop} - {counter}", SCALAR_TAIL  # last: the last lane left
+        if lowest < width < full:
+            self.gang = width
+            self.gangs(s, counter, stop, stopped, width, tail=f"{last} >= {lowest} && {last} < {width}")
+            self.gang, lowest = full, width
+        if lowest <= full - 2:  # the last lane of a tail is at most G - 2
+            self.gangs(s, counter, stop, stopped, width, tail=f"{last} >= {lowest}")
+
     def gangs(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str], width: int,
-              tail: bool = False) -> None:
+              tail: Optional[str] = None) -> None:
         """The accumulators, the loop over whole gangs at `width` lanes per vector (also
         split between threads where the loop allows: lane_threads.py), and the combination;
-        or, for a masked `tail`, the one gang of the iterations left, if any."""
+        or, for a masked tail (`tail` not None), the one gang of the iterations left,
+        if any and if `tail` (C: the condition on what is left that picks this gang)."""
         self.width = width
         locals_ = [self.lookup(name) for name, _ in s.reductions]  # the locals the reductions end in
         self.scopes.append({})  # the reductions' accumulators, across the gangs
         accumulators = [self.accumulator(name, op) for name, op in s.reductions]
-        threaded = not tail and thread_refusal(s) is None
+        threaded = tail is None and thread_refusal(s) is None
         if threaded:
             self.threaded_gangs(s, counter, stop, locals_)
             self.depth += 1
-        if tail:
-            self.line(f"if ({self.not_stopped(stopped)}{counter} <= {stop}) {{")
+        if tail is not None:
+            self.line(f"if ({self.not_stopped(stopped)}{counter} <= {stop} && {tail}) {{")
         else:
             self.line(f"for (; {counter} + {self.gang - 1} <= {stop}; {counter} += {self.gang}) {{")
-        self.gang_body(s, counter, stopped, stop if tail else None)
+        self.gang_body(s, counter, stopped, stop if tail is not None else None)
         self.line("}")
         if threaded:
             self.depth -= 1

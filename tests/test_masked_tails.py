@@ -1,5 +1,6 @@
-"""Masked tails (emit_c/lane.py `masked_tail`): a span loop's last n mod G
-iterations as one gang under a mask of the lanes before the end, bit for bit
+"""Masked tails (emit_c/lane.py `masked_tail`, `masked_tails`): a span loop's
+last n mod G iterations as one gang (of one vector where they fit one) under a
+mask of the lanes before the end, the fewest as the scalar loop, bit for bit
 the scalar C's.
 
   * the rule: a loop with a masked while or for takes the masked tail, a
@@ -18,13 +19,17 @@ the scalar C's.
     one (a read or write past the end faults), in a child process, whose
     harness is shown to fault on such a read;
   * the text: the tail gang's mask, its loads lane by lane at the clamped
-    counter, its guarded stores, no scalar tail loop (and a streaming loop's
-    scalar tail kept).
+    counter, its guarded stores, the scalar loop only for the fewest left (and
+    a streaming loop's scalar tail kept); per register width, which path each
+    remainder 1..G-1 takes (the scalar loop up to SCALAR_TAIL iterations, one
+    vector where they fit one vector of a gang of several, else the whole
+    gang), so the differentials at every length reach each path.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -136,21 +141,70 @@ def test_the_report_says_which_tail_each_loop_takes(folder, capsys):
     assert main(["emit", "--report", str(folder / "tail.nupp")]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if ": at v3: " in line]
     assert len(lines) == 2
-    assert lines[0].endswith("; tail: one masked gang") and ":21:5: loop over %i: " in lines[0]
+    assert lines[0].endswith(f"; tail: {lane.MASKED_TAIL_WORDS}") and ":21:5: loop over %i: " in lines[0]
     assert lines[1].endswith("; tail: the scalar loop") and ":46:5: loop over %i: " in lines[1]
 
 
 # ---- the text -----------------------------------------------------------------------------------------
 
 def test_the_tail_is_one_gang_under_a_mask_with_loads_at_the_clamped_counter():
-    c = emit_lane_module(lanes_at(compile_module(Source("tail.nupp", TAIL_KERNEL)), 4), "tail.nupp").source
+    c = emit_lane_module(lanes_at(compile_module(Source("tail.nupp", TAIL_KERNEL)), 8), "tail.nupp").source
     tail_fn = c[c.index("nuppi_tail("):c.index("nuppi_copy(")]
     copy_fn = c[c.index("nuppi_copy("):]
     assert "if (!stop" in tail_fn and "(int32_t)(n_out - c" in tail_fn  # the tail gang, its last active lane
-    assert "++c" not in tail_fn  # no scalar tail loop
+    assert f"n_out - c1 < {lane.SCALAR_TAIL}; ++c1)" in tail_fn  # the scalar loop only for the fewest left
     assert "p_inp[v_i_2[0] - 1].f_a" in tail_fn  # lane by lane at the clamped counter
     assert "memcpy(&" not in tail_fn.split("if (!stop")[-1]  # no whole-gang load or store in the tail
     assert "++c" in copy_fn and "(int32_t)(n_out - c" not in copy_fn  # the streaming loop's scalar tail
+
+
+def tail_paths(function_c: str) -> list[tuple[list[str], dict[str, int]]]:
+    """Per register width (each `#if` branch of the gang loop, top level): the tail's
+    paths as (their C conditions, the lanes of each gang: the mask's lanes per
+    vector times its vectors; the scalar loop's condition as lanes 1)."""
+    branches, depth, scalar = [{}], 0, None
+    lines = function_c.splitlines()
+    for k, line in enumerate(lines):
+        code = line.strip()
+        depth += code.startswith("#if") - code.startswith("#endif")
+        if depth == 1 and code.startswith(("#elif", "#else")):
+            branches.append({})
+        tail = re.fullmatch(r"if \(!stop\d+ && c1 <= n_out(.*)\) \{", code)
+        if tail:
+            masks = [re.fullmatch(r"nu_i32x(\d+) (a\d+)(_\d+)? = \(t\d+ <= t\d+\);", s.strip())
+                     for s in lines[k + 1:k + 100]]
+            masks = [m for m in masks if m]  # the tail's mask: a vector of lanes <= the last lane left
+            branches[-1][tail[1]] = sum(int(m[1]) for m in masks if m[2] == masks[0][2])
+        loop = re.fullmatch(r"for \(; !stop\d+ && c1 <= n_out(.*); \+\+c1\) \{", code)
+        if loop:
+            scalar = loop[1]
+    return [({**paths, scalar: 1}) for paths in branches]
+
+
+def picks(condition: str, last: int) -> bool:
+    """Whether a tail path's C condition (its part after `c1 <= n_out`) holds when the
+    last lane left is `last` (n_out - c1)."""
+    return eval(condition.replace("n_out - c1", str(last)).replace("&&", "and").removeprefix(" and") or "True")
+
+
+@pytest.mark.parametrize("gang", GANGS)
+def test_each_remainder_takes_the_scalar_loop_one_vector_or_the_whole_gang(gang):
+    """By the C text: a tail of at most SCALAR_TAIL iterations runs as the scalar loop,
+    one that fits one vector of a gang of several as a gang of that vector, any other as
+    the whole gang under a mask; each remainder takes exactly one of them."""
+    c = emit_lane_module(lanes_at(compile_module(Source("tail.nupp", TAIL_KERNEL)), gang), "tail.nupp").source
+    branches = tail_paths(c[c.index("nuppi_tail("):c.index("nuppi_copy(")])
+    assert len(branches) >= 2  # AVX-512 or AVX2, and the rest: each its own vector width
+    widths = set()
+    for paths in branches:
+        vector = min((lanes for lanes in paths.values() if lanes > 1), default=gang)
+        widths.add(vector)
+        for left in range(1, gang):  # iterations left after the whole gangs
+            taken = [lanes for condition, lanes in paths.items() if picks(condition, left - 1)]
+            want = 1 if left <= lane.SCALAR_TAIL else vector if left <= vector < gang else gang
+            assert taken == [want], (gang, left, paths)
+    if gang >= 16:
+        assert any(lane.SCALAR_TAIL < w < gang for w in widths)  # the one-vector tail is written somewhere
 
 
 # ---- the differentials --------------------------------------------------------------------------------
