@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -156,8 +157,9 @@ def program(shape: str, jit: bool, aot: bool) -> str:
     return ("" if jit else "jit.off()\n") + text.lstrip("\n") + "\n"
 
 
-# Interpreted, these overflow where the error handler has too little stack
-# left to find the position (chunks.unreported): "error: stack overflow" alone.
+# Interpreted, these overflow with so little of LuaJIT's spare stack left that
+# it cannot call the error handler at all (as in test_stack_overflow's JIT
+# note; LuaJIT 2.1.0-beta3's luajit does call it here): "error: stack overflow" alone.
 UNPOSITIONED = {("index", False, None), ("concat", False, None)}
 
 
@@ -221,3 +223,23 @@ def test_bounded_coroutines_behave_as_luajits(tmp_path):
     theirs = subprocess.run(["luajit", "co.lua"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert (ours.returncode, ours.stderr) == (0, "")
     assert ours.stdout == theirs.stdout.replace("co.lua:", "co.nupp:")
+
+
+def test_lua_runs_on_one_deep_thread():
+    """on_deep_stack: the result, or the error raised again; a call from inside runs in place."""
+    from nupp.runtime.deep_stack import on_deep_stack
+
+    def inner():
+        return threading.current_thread()
+
+    def outer():
+        return threading.current_thread(), on_deep_stack(inner)
+
+    first, second = on_deep_stack(outer)
+    assert first is second and first is not threading.current_thread()
+
+    def fails():
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        on_deep_stack(fails)
