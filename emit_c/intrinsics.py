@@ -29,7 +29,7 @@ TYPES = {
     "nu_v4sf": ("float", 16), "nu_v8sf": ("float", 32), "nu_v16sf": ("float", 64),
     "nu_v2df": ("double", 16), "nu_v4df": ("double", 32), "nu_v8df": ("double", 64),
     "nu_v4si": ("int", 16), "nu_v8si": ("int", 32), "nu_v4su": ("unsigned", 16), "nu_v8su": ("unsigned", 32),
-    "nu_v4di": ("long long", 32), "nu_v8di": ("long long", 64),
+    "nu_v4di": ("long long", 32), "nu_v8di": ("long long", 64), "nu_v16si": ("int", 64),
 }
 # the all-lanes masks of the AVX-512 builtins' masked forms, and their rounding
 # operand: the current direction (_MM_FROUND_CUR_DIRECTION)
@@ -41,7 +41,7 @@ FLOOR, CEIL = "1", "2"  # _MM_FROUND_FLOOR, _MM_FROUND_CEIL (exceptions raised, 
 class Intrinsic:
     macro: str                  # the predefined macros of the instructions it needs
     returns: str                # a TYPES name, or a scalar C type
-    params: tuple[str, ...]     # TYPES names, the operands a, b, c
+    params: tuple[str, ...]     # TYPES names (or a mask's C type), the operands a, b, c
     gcc: str                    # the expression GCC's header returns
     clang: Optional[str] = None  # Clang's, where it is not the same
 
@@ -65,6 +65,25 @@ def _convert(macro: str, source: str, target: str, builtin: str, masked: Optiona
     return Intrinsic(macro, target, (source,), gcc, f"__builtin_convertvector({lanes}, {target})")
 
 
+# AVX-512 compares give a mask register: (name, predicate) as the headers' _mm512_cmp<name>_p<s>_mask
+_COMPARES = (("lt", "1"), ("eq", "0"), ("unord", "3"))  # _CMP_LT_OS, _CMP_EQ_OQ, _CMP_UNORD_Q
+
+
+def _compares() -> dict[str, Intrinsic]:
+    """`nu_mm512_cmp<name>_p<s>_mask(a, b)`: lane k of a and b compared, as bit k
+    of a mask (16 binary32 lanes, 8 binary64)."""
+    kinds = (("ps", "nu_v16sf", "unsigned short", M16), ("pd", "nu_v8df", "unsigned char", M8))
+    return {f"nu_mm512_cmp{name}_{s}_mask":
+            Intrinsic(AVX512F, mask, (vector, vector), f"__builtin_ia32_cmp{s}512_mask(a, b, {predicate}, {full}, {CURRENT})")
+            for s, vector, mask, full in kinds for name, predicate in _COMPARES}
+
+
+def _blend(lanes: str, vector: str, mask: str) -> Intrinsic:
+    """`nu_mm512_mask_blend_epi<w>(k, a, b)`: b's lane where the mask's bit is set, else a's."""
+    return Intrinsic(AVX512F, vector, (mask, vector, vector), f"__builtin_ia32_blendm{lanes}_512_mask(b, c, a)",
+                     f"__builtin_ia32_select{lanes}_512(a, c, b)")
+
+
 INTRINSICS: dict[str, Intrinsic] = {
     # the sign bits of a mask's lanes (a 16-lane mask as its two 8-lane halves)
     "nu_mm_movemask_ps": Intrinsic(SSE, "int", ("nu_v4sf",), "__builtin_ia32_movmskps(a)"),
@@ -78,6 +97,10 @@ INTRINSICS: dict[str, Intrinsic] = {
     "nu_mm256_fmadd_ps": Intrinsic(FMA, "nu_v8sf", ("nu_v8sf",) * 3, "__builtin_ia32_vfmaddps256(a, b, c)"),
     "nu_mm512_fmadd_ps": Intrinsic(AVX512F, "nu_v16sf", ("nu_v16sf",) * 3,
                                    f"__builtin_ia32_vfmaddps512_mask(a, b, c, {M16}, {CURRENT})"),
+    # selects by a mask register (min and max of binary32 and binary64)
+    **_compares(),
+    "nu_mm512_mask_blend_epi32": _blend("d", "nu_v16si", "unsigned short"),
+    "nu_mm512_mask_blend_epi64": _blend("q", "nu_v8di", "unsigned char"),
     # floor and ceil of binary64
     **{f"nu_mm{w}_{kind}_pd": Intrinsic(macro, t, (t,), call.format(mode))
        for kind, mode in (("floor", FLOOR), ("ceil", CEIL))
@@ -129,3 +152,8 @@ def macro(name: str) -> str:
 def operand(name: str) -> str:
     """The vector type of the intrinsic's first operand."""
     return INTRINSICS[name].params[0]
+
+
+def result(name: str) -> str:
+    """The type of the intrinsic's result."""
+    return INTRINSICS[name].returns

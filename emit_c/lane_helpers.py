@@ -12,12 +12,14 @@ infinities, the clamps of exp, shift counts around every boundary, the
 wraps' ranges.
 
   min / max       the canonical NaN if either operand is NaN; a < b picks a, b < a
-                  picks b, equal (zeros of either sign) picks by a's sign
+                  picks b, equal (zeros of either sign) picks by a's sign: three
+                  selects, by AVX-512 mask registers where the tier has them
   fma.f32         correctly rounded: the FMA instruction where the tier has it
                   (__FMA__ / AVX-512), else fmaf per lane
   exp.f32         numerics.EXP_COEFFICIENTS, the same clamp, Horner order with fma
                   and seven squarings as nu_exp_f32
-  bits / fromBits the canonical NaN pattern 0x7FC00000 for any NaN
+  bits / fromBits the canonical NaN pattern 0x7FC00000 for any NaN (a NaN pattern:
+                  the binary32 unequal to itself)
   neg             modular, in the unsigned type
   shl / shr       the count's low 5 or 6 bits, the unsigned pattern shifted
   floor / ceil /  the instruction where the tier has it (SSE4.1 rounds, SSE2
@@ -88,31 +90,6 @@ def _signature(name: str, vector: str, arity: int, operands: Optional[tuple[str,
     return f"{_INLINE} {returns} {name}({vector} *r, {args})"
 
 
-def _min_max(kind: str, element: str, bits: str, nan: str):
-    """min: a where a < b, or where neither is less and a is negative (signbit);
-    max: a where a > b, or where neither is less and a is not negative."""
-    less, other = ("<", ">") if kind == "min" else (">", "<")
-
-    def make(g: int) -> LaneForm:
-        f, i = f"nu_f{bits}x{g}", f"nu_i{bits}x{g}"
-        name = f"nu_{kind}_f{bits}x{g}"
-        neg = "negative" if kind == "min" else "~negative"
-        code = f"""
-/* {kind}.f{bits} per lane: the canonical NaN if either is NaN; -0 < +0 */
-{_signature(name, f, 2)}
-{{
-    const {i} ia = ({i})*a, ib = ({i})*b;
-    const {i} first = (*a {less} *b), second = (*a {other} *b), negative = ia < 0;
-    const {i} take_a = first | (~second & {neg});
-    const {i} nan = (*a != *a) | (*b != *b);
-    const {i} canonical = {_splat(nan, g)};
-    *r = ({f})((((ia & take_a) | (ib & ~take_a)) & ~nan) | (canonical & nan));
-}}
-"""
-        return LaneForm(name, (), (element, f"int{bits}_t"), code)
-    return make
-
-
 def _by_isa(g: int, chunks, chunk_lines, fallback: list[str]) -> list[str]:
     """C choosing, by the tier's predefined macros, the widest intrinsic
     (emit_c/intrinsics.py) whose `width` lanes divide the gang, run over the
@@ -132,6 +109,14 @@ def _by_isa(g: int, chunks, chunk_lines, fallback: list[str]) -> list[str]:
     return lines + (["#else"] + fallback + ["#endif"] if not first else fallback)
 
 
+def _in_chunk(vtype: str, element: str, names: str, body: list[str]) -> list[str]:
+    """A chunk loop's body: operands `names` copied to `<x>k` (of `vtype`) from
+    lane k on, `body`, and its result `rk` copied to the result's lane k on."""
+    lines = [f"{vtype} " + ", ".join(f"{x}k" for x in names) + ";"]
+    lines += [f"memcpy(&{x}k, (const {element} *){x} + k, sizeof {x}k);" for x in names]
+    return lines + body + [f"memcpy(({element} *)r + k, &rk, sizeof rk);"]
+
+
 def _chunked(name: str, vector: str, element: str, arity: int, chunks, fallback: str, g: int) -> str:
     """A lane-wise op done by the widest intrinsic the tier has, else by the
     scalar C function per lane."""
@@ -139,10 +124,8 @@ def _chunked(name: str, vector: str, element: str, arity: int, chunks, fallback:
 
     def chunk(intrinsic):
         vtype = intrinsics.operand(intrinsic)
-        body = [f"{vtype} " + ", ".join(f"{x}k" for x in names) + ";"]
-        body += [f"memcpy(&{x}k, (const {element} *){x} + k, sizeof {x}k);" for x in names]
-        body.append(f"const {vtype} rk = {intrinsic}(" + ", ".join(f"{x}k" for x in names) + ");")
-        return body + [f"memcpy(({element} *)r + k, &rk, sizeof rk);"]
+        body = [f"const {vtype} rk = {intrinsic}(" + ", ".join(f"{x}k" for x in names) + ");"]
+        return _in_chunk(vtype, element, names, body)
 
     operands = ", ".join(f"(*{x})[l]" for x in names)
     fallback_lines = [f"    for (int l = 0; l < {g}; l++) (*r)[l] = {fallback}({operands});"]
@@ -176,6 +159,48 @@ def lanes_helper(g: int) -> str:
         fallback = [f"#if {intrinsics.macro(intrinsic)}", *("    " + line for line in lines), "#else", *fallback, "#endif"]
     return "\n".join(["\n/* the set lanes of a mask: bit k is lane k */",
                       f"{_INLINE} unsigned nu_lanes_x{g}(const nu_i32x{g} *m)", "{", *fallback, "}"]) + "\n"
+
+
+def _min_max(kind: str, element: str, bits: str, nan: str):
+    """min: a where a < b, else b; max: a where b < a, else b.  Equal values are
+    the same bits or zeros of opposite signs, and the rule's pick by a's sign is
+    then a | b for min (-0 if either is), a & b for max; a NaN in either gives
+    the canonical NaN.  Three selects, as the hand-written SIMD: by mask
+    registers where the tier has AVX-512 (GCC 12 turns a chain of selects by
+    vector masks into two or three instructions each), else by vector masks.
+    Those masks only select lanes of one register (the bits past its lanes are
+    ignored), so GCC 12.2's k-register spill (_MOVEMASK) cannot reach them."""
+    less, tie = (("a", "b"), "|") if kind == "min" else (("b", "a"), "&")
+    s, lanes, mask = ("ps", 16, "unsigned short") if bits == "32" else ("pd", 8, "unsigned char")
+    blend = f"nu_mm512_mask_blend_epi{bits}"
+    vector, words = intrinsics.operand(f"nu_mm512_cmplt_{s}_mask"), intrinsics.result(blend)
+
+    def by_mask_registers(_blend: str) -> list[str]:
+        x, y = (f"{v}k" for v in less)
+        return _in_chunk(vector, element, "ab", [
+            f"const {mask} take_a = nu_mm512_cmplt_{s}_mask({x}, {y}), equal = nu_mm512_cmpeq_{s}_mask(ak, bk);",
+            f"const {mask} nan = nu_mm512_cmpunord_{s}_mask(ak, bk);",
+            f"const {words} ia = ({words})ak, ib = ({words})bk, canonical = {_splat(nan, lanes)};",
+            f"{words} rk = {blend}(take_a, ib, ia);",
+            f"rk = {blend}(equal, rk, ia {tie} ib);",
+            f"rk = {blend}(nan, rk, canonical);"])
+
+    def make(g: int) -> LaneForm:
+        f, i = f"nu_f{bits}x{g}", f"nu_i{bits}x{g}"
+        name = f"nu_{kind}_f{bits}x{g}"
+        x, y = (f"*{v}" for v in less)
+        by_vector_masks = [
+            f"    const {i} ia = ({i})*a, ib = ({i})*b;",
+            f"    const {i} take_a = ({x} < {y}), equal = (*a == *b);",
+            f"    const {i} nan = (*a != *a) | (*b != *b), canonical = {_splat(nan, g)};",
+            f"    const {i} ordered = (ia & take_a) | (ib & ~take_a);",
+            f"    const {i} picked = (ordered & ~equal) | ((ia {tie} ib) & equal);",
+            f"    *r = ({f})((picked & ~nan) | (canonical & nan));"]
+        code = "\n".join([f"\n/* {kind}.f{bits} per lane: the canonical NaN if either is NaN; -0 < +0 */",
+                          _signature(name, f, 2), "{",
+                          *_by_isa(g, ((lanes, blend),), by_mask_registers, by_vector_masks), "}"]) + "\n"
+        return LaneForm(name, (), (element, f"int{bits}_t"), code)
+    return make
 
 
 _FMA_F32 = ((16, "nu_mm512_fmadd_ps"), (8, "nu_mm256_fmadd_ps"), (4, "nu_mm_fmadd_ps"))
@@ -236,8 +261,8 @@ def _frombits_f32(g: int) -> LaneForm:
 /* fromBits.f32 per lane: the binary32 of 32 bits; a NaN pattern gives 0x7FC00000 */
 {_signature(name, f, 1, (u,))}
 {{
-    const {u} sign = {_splat("0x80000000u", g)}, infinity = {_splat("0x7F800000u", g)};
-    const {i} nan = ({i})((*a & ~sign) > infinity), canonical = {_splat(F32_NAN, g)};
+    const {f} x = ({f})*a; /* a NaN pattern is exactly a binary32 unequal to itself */
+    const {i} nan = (x != x), canonical = {_splat(F32_NAN, g)};
     *r = ({f})((({i})*a & ~nan) | (canonical & nan));
 }}
 """
