@@ -210,7 +210,7 @@ show(coroutine.resume(co))
 local gen = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end)
 show(gen(), gen(), gen())
 local function depth(n) if n == 0 then return 0 end return 1 + coroutine.wrap(depth)(n - 1) end
-show(depth(900))
+show(depth(9990))
 """
 
 
