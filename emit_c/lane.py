@@ -240,22 +240,26 @@ def masked_tail(gang: ir.Gang) -> bool:
     inactive, of one vector where they fit one) rather than as the scalar loop:
     where it has a masked while or for, whose rounds a lane of the scalar loop
     would run one after another.  Measured on mandelbrot (`nupp bench`'s short
-    spans, lengths 1..3G, scalar C's time per call over lane C's, fastest of 5
-    interleaved samples; AVX-512 EPYC, GCC 12, 2 shared cores at load 2-3),
-    mean / lowest: at gang 32 v4 (2 x 16 lanes) the scalar tail 2.64 / 0.67,
-    the whole masked gang 6.43 / 0.40 (0.40-0.95 at lengths 1-21), one vector
-    when the tail fits it 6.66 / 0.38, and this (scalar up to SCALAR_TAIL) 6.68 /
-    0.70: 0.83-1.14 at lengths 1-8, but still 0.70-0.97 at 9-21, where one lane
-    of the tail runs about all the rounds (a masked round and the tail gang's
-    lane-by-lane loads and stores cost more than the scalar loop's light
-    elements); at gang 16 v3 (2 x 8) 2.91 / 0.62 -> 2.93 / 0.83; at gangs of
-    one vector (16 and 8 at v4) only the scalar loop's fewest change: 2.59 ->
-    2.56, 1.23 -> 1.24, lowest at lengths 1-4 0.64-0.89 -> 0.89-0.97.  The
-    cost of the fewest as the scalar loop: lengths G+2..G+4 whose elements
-    are heavy, 4.3-5.1 -> 2.9-3.7 (gang 32 v4).  The streaming kernels keep
-    the scalar tail, their lanes' work being a few operations (a masked gang
-    there: tecsbits 1.08 -> 0.80, mixedwidth 0.98 -> 0.83, simd 0.95 -> 0.82,
-    corrected 3.60 -> 3.62).  At 10^5 elements the tail never mattered."""
+    spans, lengths 1..3G, scalar C's time per call over lane C's, fastest of 9
+    interleaved samples; AVX-512 EPYC, GCC 12, 2 shared cores at load 2),
+    mean / lowest: at gang 32 v4 (2 x 16 lanes) the scalar tail 2.67 / 0.81,
+    the whole masked gang 6.32 / 0.44 (0.44-0.94 at lengths 1-21), one vector
+    where the tail fits it 6.56 / 0.61, and that with the scalar loop up to
+    SCALAR_TAIL (this) 6.58 / 0.70: 0.84-1.13 at lengths 1-8, but still
+    0.70-0.89 at 9-20, where one lane of the tail runs about all the rounds (a
+    masked round, and the tail gang's loads and stores lane by lane, cost more
+    than the scalar loop's light elements); at gang 16 v3 (2 x 8) 2.77 / 0.68
+    -> 2.78 / 0.88; at gangs of one vector (16 and 8 at v4) only the scalar
+    loop for the fewest changes: 2.59 / 0.67 -> 2.55 / 0.75, 1.19 / 0.82 ->
+    1.20 / 0.91.  (At length 1 the scalar tail too is 0.8-0.9: the lane
+    library's call.)  What the scalar loop for the fewest costs: lengths G+2..
+    G+4 whose elements are heavy, 4.4-4.9 -> 2.8-3.8 (gang 32 v4).  What the
+    one-vector gang costs: mandelbrot's lane C at gang 32 grows 2,485 -> 2,603
+    lines, GCC compiles its v4 library in 195 ms, not 149 (Clang 204, not 174).
+    The streaming kernels keep the scalar tail, their lanes' work being a few
+    operations (a masked gang there: tecsbits 1.08 -> 0.80, mixedwidth 0.98 ->
+    0.83, simd 0.95 -> 0.82, corrected 3.60 -> 3.62).  At 10^5 elements the
+    tail never mattered."""
     return any(isinstance(s, (ir.While, ir.For)) and s.masked for s in statements(gang.body))
 
 
