@@ -529,6 +529,10 @@ LANE_FORMS = {
     **{f"wrap.f64.{w}": _wrap(w) for w in ("i32", "u32", "i64", "u64")},
     "eq.bool": _eq_bool,
 }
+# Forms whose lanes run one long chain of dependent instructions (exp: clamp,
+# 12 fmas in Horner order, 7 squarings): a vector waits on each step's latency
+# (what targets/gang_choice.py reads: such a loop may take two vectors a gang).
+SERIAL_FORMS = frozenset({"exp.f32"})
 # lane C runs operators and casts natively (lane_vectors.py): a form is for a rule
 check_rendered("emit_c/lane_helpers.py LANE_FORMS", LANE_FORMS,
                expected=[op for op, info in OPS.items() if info.vector == RULE], partial=True)

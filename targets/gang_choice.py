@@ -6,11 +6,12 @@
     shaped = shaped_as(lane_ir, choices)              # lane IR with each Gang so (lane_rewrite/gang_size.py)
 
 The model reads a span loop's own features (`LoopFeatures`: the widest lane
-its vectors hold, a masked while, work lane C does lane by lane, reductions)
-and a tier's register width, and picks the loop's gang and the width of its
-vectors, so that one module's loops may run at different gangs:
+its vectors hold, a masked while, work lane C does lane by lane, reductions,
+a long dependent chain) and a tier's register width, and picks the loop's gang
+and the width of its vectors, so that one module's loops may run at different gangs:
 
     a masked while           LATENCY_VECTORS full registers per gang (two)
+    a long dependent chain   the same, at 512-bit registers (SERIAL_CHAIN_BYTES)
     work done lane by lane   one vector of at most PER_LANE_BITS (256) bits
     anything else            one full register per gang
     always                   a gang of 4 to 32 (binary64 lanes at 128-bit tiers: 2 x 128)
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from nupp.emit_c.lane import MASKED_TAIL_WORDS, binary32_operands, masked_tail
-from nupp.emit_c.lane_helpers import LANE_FORMS
+from nupp.emit_c.lane_helpers import LANE_FORMS, SERIAL_FORMS
 from nupp.emit_c.lane_memory import moves_whole
 from nupp.lane_rewrite.gang_size import GangShape, shape_gangs
 from nupp.scalar_ir import nodes as ir
@@ -45,6 +46,7 @@ class LoopFeatures:
     per_lane: int        # ops and accesses lane C runs lane by lane (calls, ops with no lane
                          # form, loads and stores of a struct whose fields differ in size)
     reductions: int      # outside locals accumulated per lane
+    serial_chain: bool = False  # an op whose lane form is one long dependent chain (exp)
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ def loop_features(module: ir.Module, fn: ir.Function, gang: ir.Gang, register_by
     lane by lane depends on the vector width: lane_memory.moves_whole)."""
     structs = {p.name: module.struct(p.type.struct) for p in fn.span_params()}
     varying = frozenset(gang.varying)
-    widest, per_lane, masked_while = 4, 0, False
+    widest, per_lane, masked_while, serial = 4, 0, False, False
     for s in statements(gang.body):
         masked_while |= isinstance(s, ir.While) and s.masked
         if isinstance(s, ir.Store):
@@ -69,7 +71,8 @@ def loop_features(module: ir.Module, fn: ir.Function, gang: ir.Gang, register_by
         for x in (x for e in own_exprs(s) for x in subexprs(e) if is_varying(x, varying)):
             widest = max(widest, _element_bytes(x, structs))
             per_lane += _runs_per_lane(x, structs, register_bytes)
-    return LoopFeatures(widest, masked_while, per_lane, len(gang.reductions))
+            serial |= isinstance(x, ir.Op) and x.op in SERIAL_FORMS
+    return LoopFeatures(widest, masked_while, per_lane, len(gang.reductions), serial)
 
 
 def _element_bytes(x, structs) -> int:
@@ -124,7 +127,7 @@ LATENCY_VECTORS = 2
 # Any other loop runs one full register per gang: its work is independent
 # from one iteration to the next already, and a second vector only adds
 # registers.  tecsbits at v4: 1 x 512 1,314 M/s, 2 x 512 1,158; at v3 1 x 256
-# 1,070, 2 x 256 1,022; corrected at v4 391 against 364; mixedwidth at v4
+# 1,070, 2 x 256 1,022; mixedwidth at v4
 # 4,030 against 4,026.  A vector narrower than the register never won:
 # mixedwidth at v3 in 128-bit vectors 1,392 M/s, in 256-bit 2,709.
 STREAM_VECTORS = 1
@@ -138,6 +141,15 @@ STREAM_VECTORS = 1
 # (lane_memory.NARROW_BYTES: there lane by lane is 1.14x-1.61x faster), where
 # the cap is moot: such a loop counts as lane by lane at 128-bit registers.
 PER_LANE_BITS = 256
+# A loop computing a lane form that is one long dependent chain (lane_helpers
+# SERIAL_FORMS: exp) also runs LATENCY_VECTORS, at registers of at least
+# SERIAL_CHAIN_BYTES: AVX-512's 32 registers hold two chains and their
+# constants, AVX2's 16 do not.  corrected, `nupp bench` at 10^5 / 10^7 in one
+# run each: v4 gang 32 (2 x 512) 520 / 553 M/s against gang 16 390 / 366
+# under GCC, 466 / 422 against 465 / 393 under Clang; v3 gang 16 (2 x 256)
+# 199 / 184 against gang 8 250 / 248 under GCC (spills), 262 / 230 against
+# 228 / 223 under Clang.
+SERIAL_CHAIN_BYTES = 64
 # Reductions change nothing: an exact reduction adds one integer or min/max
 # op per vector per gang, whose one-cycle chain the loop's loads hide.
 
@@ -150,6 +162,8 @@ def choose(features: LoopFeatures, register_bytes: int, pinned: Optional[int] = 
         return _choice(pinned, bits, features, "the gang pinned (gang=, --gang)")
     if features.masked_while:
         vectors, why = LATENCY_VECTORS, "a masked while (latency-bound): independent vectors overlap"
+    elif features.serial_chain and not features.per_lane and register_bytes >= SERIAL_CHAIN_BYTES:
+        vectors, why = LATENCY_VECTORS, "a long dependent chain (exp): independent vectors overlap"
     elif features.per_lane:
         vectors, why = STREAM_VECTORS, (f"{features.per_lane} op(s) or access(es) lane by lane: "
                                         f"vectors of at most {PER_LANE_BITS} bits")

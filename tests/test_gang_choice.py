@@ -157,6 +157,41 @@ def test_lane_by_lane_work_runs_vectors_of_at_most_256_bits():
     assert choose(both, 64).shape == GangShape(16, 512)
 
 
+SERIAL = """\
+local span = nupp.mem.span
+local f32 = nupp.math.f32
+
+local struct P
+    x: uint32
+end
+
+@aot
+local function grow(exclusive out: span.WriteSpan<P>, borrows inp: span.Span<P>): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        out[i].x = f32.bits(f32.exp(f32.fromBits(inp[i].x)))
+    end
+    for i = 1, #out do
+        out[i].x = f32.bits(f32.max(f32.fromBits(inp[i].x), f32.fromBits(out[i].x)))
+    end
+end
+
+return {grow = grow}
+"""
+
+
+def test_a_long_dependent_chain_takes_two_registers_where_the_tier_has_512_bits():
+    """exp's lane form is one chain of ~20 dependent ops: two vectors overlap at v4
+    (32 registers); at 256 bits (16 registers) GCC spilled, so one."""
+    exp_loop, plain_loop = _features(SERIAL)
+    assert exp_loop.serial_chain and not plain_loop.serial_chain
+    assert _shapes(SERIAL, 64) == [(32, 512), (16, 512)]
+    assert _shapes(SERIAL, 32) == [(8, 256), (8, 256)]
+    assert "a long dependent chain (exp)" in choose(exp_loop, 64).text
+    lane_by_lane = replace(exp_loop, per_lane=1)  # lane-by-lane work keeps its own rule
+    assert choose(lane_by_lane, 64).shape == GangShape(8, 256)
+
+
 def test_gangs_stay_within_4_and_32_lanes():
     narrow = LoopFeatures(element_bytes=4, masked_while=True, per_lane=0, reductions=0)
     assert choose(narrow, 64).shape.size == 32  # two 512-bit registers of binary32: 32
