@@ -30,11 +30,13 @@ a Gang becomes
 or, where `masked_tail` says so (a masked while or for: the tail's lanes
 would each run its rounds one after another), a tail of more than
 SCALAR_TAIL iterations is one more gang under a mask of the lanes up to
-<stop>: of one vector where they fit one vector of a gang of several, else
-of the whole gang (`masked_tails`), the fewest left still the scalar loop:
+<stop>, the smallest that holds them of one vector of a narrower register,
+1, 2, 4 ... vectors of the gang's, or the whole gang (`masked_tails`), the
+fewest left still the scalar loop:
 
-        if (c1 <= <stop> && <stop> - c1 >= 4 && <stop> - c1 < W) {   one vector: W lanes
-        if (c1 <= <stop> && <stop> - c1 >= W) {                      the whole gang
+        if (c1 <= <stop> && <stop> - c1 >= 4 && <stop> - c1 < 8) {   a gang of 8 lanes
+        if (c1 <= <stop> && <stop> - c1 >= 8 && <stop> - c1 < 16) {  of 16
+        if (c1 <= <stop> && <stop> - c1 >= 16) {                     the whole gang
             const int32_t r4 = (int32_t)(<stop> - c1);       the last active lane
             nu_i32x8 a5 = ({0, ..., 7} <= {r4, ...});        the gang's mask
             const nu_i32x8 v_i = <lane, or r4 past it> + (int32_t)c1;
@@ -127,7 +129,7 @@ SELECT_BUDGET = 16
 SCALAR_TAIL = 4
 # What `nupp emit --report` says of a masked tail (targets/gang_choice.py).
 MASKED_TAIL_WORDS = (f"the scalar loop up to {SCALAR_TAIL} iterations, else masked: "
-                     "one vector where they fit one, else the gang")
+                     "the fewest vectors that hold them")
 
 
 def _outer_varying(gang: ir.Gang) -> dict[str, Width]:
@@ -242,25 +244,41 @@ def masked_tail(gang: ir.Gang) -> bool:
     would run one after another.  Measured on mandelbrot (`nupp bench`'s short
     spans, lengths 1..3G, scalar C's time per call over lane C's, fastest of 9
     interleaved samples; AVX-512 EPYC, GCC 12, 2 shared cores at load 2),
-    mean / lowest: at gang 32 v4 (2 x 16 lanes) the scalar tail 2.67 / 0.81,
-    the whole masked gang 6.32 / 0.44 (0.44-0.94 at lengths 1-21), one vector
-    where the tail fits it 6.56 / 0.61, and that with the scalar loop up to
-    SCALAR_TAIL (this) 6.58 / 0.70: 0.84-1.13 at lengths 1-8, but still
-    0.70-0.89 at 9-20, where one lane of the tail runs about all the rounds (a
-    masked round, and the tail gang's loads and stores lane by lane, cost more
-    than the scalar loop's light elements); at gang 16 v3 (2 x 8) 2.77 / 0.68
-    -> 2.78 / 0.88; at gangs of one vector (16 and 8 at v4) only the scalar
-    loop for the fewest changes: 2.59 / 0.67 -> 2.55 / 0.75, 1.19 / 0.82 ->
-    1.20 / 0.91.  (At length 1 the scalar tail too is 0.8-0.9: the lane
-    library's call.)  What the scalar loop for the fewest costs: lengths G+2..
-    G+4 whose elements are heavy, 4.4-4.9 -> 2.8-3.8 (gang 32 v4).  What the
-    one-vector gang costs: mandelbrot's lane C at gang 32 grows 2,485 -> 2,603
-    lines, GCC compiles its v4 library in 195 ms, not 149 (Clang 204, not 174).
+    mean / lowest, the whole masked gang -> these tails: gang 32 v4 (2 x 16
+    lanes) 6.32 / 0.44 -> 6.66 / 0.72 (the scalar tail 2.67 / 0.81); gang 16
+    v4 (1 x 16) 2.59 / 0.67 -> 2.64 / 0.75; gang 16 v3 (2 x 8) 2.77 / 0.68 ->
+    2.91 / 0.83; gang 32 v3 (4 x 8) 3.00 / 0.28 (5 samples) -> 4.07 / 0.38;
+    gang 8 v4 1.19 / 0.82 -> 1.20 / 0.91.  At v4 a 16-lane (zmm) masked round
+    costs about 1.4x a scalar round, an 8-lane (ymm) one about the same: so 5-8
+    left run as 8 lanes (1.10-1.52 at gang 32 v4; 0.85-1.15 as one zmm
+    vector), 9-16 at gang 32 v3 as 2 x 8 (0.88-1.02; 0.36-0.42 as 4 x 8).
+    Still slower than the scalar loop: about 0.72-0.89 at lengths 9-20 at gang
+    32 v4 and 16 v4, where one lane of the tail runs about all the rounds (the
+    heavy element: scalar 680 ns, one zmm vector 970-1020 ns, one ymm vector
+    690 ns, 2 x ymm 840 ns), and 0.38-0.47 at lengths 17-21 at gang 32 v3 (the
+    whole 4-vector gang); at length 1 the scalar tail too is 0.8-0.9 (the lane
+    library's call).  What the scalar loop for the fewest costs: lengths
+    G+2..G+4 whose elements are heavy, 4.4-4.9 -> 2.8-3.8 (gang 32 v4).  What
+    the smaller gangs cost: mandelbrot's lane C at gang 32 grows 2,485 -> 2,988
+    lines, GCC compiles its v4 library in 146 ms, not 109 (Clang 157, not 129),
+    and its cold load (nupp.load, this CPU's tier) takes 712 ms, not 654.
     The streaming kernels keep the scalar tail, their lanes' work being a few
     operations (a masked gang there: tecsbits 1.08 -> 0.80, mixedwidth 0.98 ->
     0.83, simd 0.95 -> 0.82, corrected 3.60 -> 3.62).  At 10^5 elements the
     tail never mattered."""
     return any(isinstance(s, (ir.While, ir.For)) and s.masked for s in statements(gang.body))
+
+
+def tail_gangs(widths: list[int], gang: int) -> list[tuple[int, int]]:
+    """The gangs smaller than `gang` a masked tail may run as, as (lanes, lanes
+    per vector), fewest lanes first: one vector of each narrower register
+    (widths[1:]), and 1, 2, 4 ... vectors of widths[0] lanes."""
+    sizes = {w: w for w in widths[1:] if w < widths[0]}
+    size = widths[0]
+    while size < gang:
+        sizes[size] = widths[0]
+        size *= 2
+    return sorted(sizes.items())
 
 
 def emit_lane_module(module: ir.Module, path: str, symbol_prefix: str = "nupp_") -> CModule:
@@ -427,7 +445,7 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
                 self.line("#else" if macro is None else f"#{'if' if k == 0 else 'elif'} {macro}")
             self.gangs(s, counter, stop, stopped, width)
             if tail:
-                self.masked_tails(s, counter, stop, stopped, width)
+                self.masked_tails(s, counter, stop, stopped, [w for w, _ in widths[k:]])
         if len(widths) > 1:
             self.line("#endif")
         if self.status:  # the first raising lane's error, once the lanes before it are done
@@ -483,19 +501,21 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         self.mod.headers.clear()
         self.mod.headers.update(headers)
 
-    def masked_tails(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str], width: int) -> None:
-        """The masked tail at `width` lanes per vector: the iterations left, if more
-        than SCALAR_TAIL (the scalar loop after the gangs runs those), as one gang
-        under a mask; where they fit one vector of a gang of several, as a gang of
-        that one vector (a masked round then costs one vector's work, not the
-        whole gang's: `masked_tail`)."""
+    def masked_tails(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str], widths: list[int]) -> None:
+        """The masked tail at widths[0] lanes per vector (the rest: the narrower
+        registers' lanes): the iterations left, if more than SCALAR_TAIL (the
+        scalar loop after the gangs runs those), as a gang under a mask, the
+        smallest of one vector of the narrowest register that holds them, or 1, 2,
+        4 ... vectors of widths[0] lanes (a masked round costs what its vectors
+        do, so a few lanes left never pay for the whole gang: `masked_tail`)."""
         full, last, lowest = self.gang, f"{stop} - {counter}", SCALAR_TAIL  # last: the last lane left
-        if lowest < width < full:
-            self.gang = width
-            self.gangs(s, counter, stop, stopped, width, tail=f"{last} >= {lowest} && {last} < {width}")
-            self.gang, lowest = full, width
+        for size, width in tail_gangs(widths, full):
+            if size > lowest:
+                self.gang = size
+                self.gangs(s, counter, stop, stopped, width, tail=f"{last} >= {lowest} && {last} < {size}")
+                self.gang, lowest = full, size
         if lowest <= full - 2:  # the last lane of a tail is at most G - 2
-            self.gangs(s, counter, stop, stopped, width, tail=f"{last} >= {lowest}")
+            self.gangs(s, counter, stop, stopped, widths[0], tail=f"{last} >= {lowest}")
 
     def gangs(self, s: ir.Gang, counter: str, stop: str, stopped: Optional[str], width: int,
               tail: Optional[str] = None) -> None:

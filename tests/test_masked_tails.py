@@ -1,5 +1,5 @@
 """Masked tails (emit_c/lane.py `masked_tail`, `masked_tails`): a span loop's
-last n mod G iterations as one gang (of one vector where they fit one) under a
+last n mod G iterations as one gang (the smallest that holds them) under a
 mask of the lanes before the end, the fewest as the scalar loop, bit for bit
 the scalar C's.
 
@@ -21,9 +21,10 @@ the scalar C's.
   * the text: the tail gang's mask, its loads lane by lane at the clamped
     counter, its guarded stores, the scalar loop only for the fewest left (and
     a streaming loop's scalar tail kept); per register width, which path each
-    remainder 1..G-1 takes (the scalar loop up to SCALAR_TAIL iterations, one
-    vector where they fit one vector of a gang of several, else the whole
-    gang), so the differentials at every length reach each path.
+    remainder 1..G-1 takes (the scalar loop up to SCALAR_TAIL iterations, else
+    the smallest gang that holds them: one vector of a narrower register, 1, 2,
+    4 ... vectors, the whole gang), so the differentials at every length reach
+    each path.
 """
 
 from __future__ import annotations
@@ -158,10 +159,11 @@ def test_the_tail_is_one_gang_under_a_mask_with_loads_at_the_clamped_counter():
     assert "++c" in copy_fn and "(int32_t)(n_out - c" not in copy_fn  # the streaming loop's scalar tail
 
 
-def tail_paths(function_c: str) -> list[tuple[list[str], dict[str, int]]]:
-    """Per register width (each `#if` branch of the gang loop, top level): the tail's
-    paths as (their C conditions, the lanes of each gang: the mask's lanes per
-    vector times its vectors; the scalar loop's condition as lanes 1)."""
+def tail_paths(function_c: str) -> list[dict[str, tuple[int, int]]]:
+    """Per register width (each `#if` branch of the gang loop, top level, widest
+    first): the tail's paths, each C condition (its part after `c1 <= n_out`) ->
+    (lanes per vector, vectors) of its gang, read off its mask (a vector of lanes
+    <= the last lane left, per vector); the scalar loop's -> (1, 1)."""
     branches, depth, scalar = [{}], 0, None
     lines = function_c.splitlines()
     for k, line in enumerate(lines):
@@ -173,38 +175,47 @@ def tail_paths(function_c: str) -> list[tuple[list[str], dict[str, int]]]:
         if tail:
             masks = [re.fullmatch(r"nu_i32x(\d+) (a\d+)(_\d+)? = \(t\d+ <= t\d+\);", s.strip())
                      for s in lines[k + 1:k + 100]]
-            masks = [m for m in masks if m]  # the tail's mask: a vector of lanes <= the last lane left
-            branches[-1][tail[1]] = sum(int(m[1]) for m in masks if m[2] == masks[0][2])
+            masks = [m for m in masks if m]
+            masks = [m for m in masks if m[2] == masks[0][2]]  # the tail's own mask, one name per vector
+            branches[-1][tail[1]] = (int(masks[0][1]), len(masks))
         loop = re.fullmatch(r"for \(; !stop\d+ && c1 <= n_out(.*); \+\+c1\) \{", code)
         if loop:
             scalar = loop[1]
-    return [({**paths, scalar: 1}) for paths in branches]
+    return [{**paths, scalar: (1, 1)} for paths in branches]
 
 
 def picks(condition: str, last: int) -> bool:
-    """Whether a tail path's C condition (its part after `c1 <= n_out`) holds when the
-    last lane left is `last` (n_out - c1)."""
+    """Whether a tail path's C condition holds when the last lane left is `last` (n_out - c1)."""
     return eval(condition.replace("n_out - c1", str(last)).replace("&&", "and").removeprefix(" and") or "True")
 
 
+def wanted_tail(left: int, gang: int, width: int, narrower: list[int]) -> tuple[int, int]:
+    """The spec of the tail of `left` iterations: the scalar loop up to SCALAR_TAIL, else the
+    smallest gang that holds them of one vector of a narrower register, 1, 2, 4 ... vectors of
+    `width` lanes, or the whole gang."""
+    if left <= lane.SCALAR_TAIL:
+        return (1, 1)
+    shapes = [(w, 1) for w in narrower if w < width] + [(width, 2 ** k) for k in range(6) if width * 2 ** k < gang]
+    holding = [s for s in shapes if left <= s[0] * s[1] and s[0] * s[1] > lane.SCALAR_TAIL]
+    return min(holding, key=lambda s: s[0] * s[1]) if holding else (width, gang // width)
+
+
 @pytest.mark.parametrize("gang", GANGS)
-def test_each_remainder_takes_the_scalar_loop_one_vector_or_the_whole_gang(gang):
-    """By the C text: a tail of at most SCALAR_TAIL iterations runs as the scalar loop,
-    one that fits one vector of a gang of several as a gang of that vector, any other as
-    the whole gang under a mask; each remainder takes exactly one of them."""
+def test_each_remainder_takes_the_scalar_loop_or_the_smallest_gang_that_holds_it(gang):
+    """By the C text: each remainder 1..G-1 takes exactly one path, the one wanted_tail says."""
     c = emit_lane_module(lanes_at(compile_module(Source("tail.nupp", TAIL_KERNEL)), gang), "tail.nupp").source
     branches = tail_paths(c[c.index("nuppi_tail("):c.index("nuppi_copy(")])
     assert len(branches) >= 2  # AVX-512 or AVX2, and the rest: each its own vector width
-    widths = set()
-    for paths in branches:
-        vector = min((lanes for lanes in paths.values() if lanes > 1), default=gang)
-        widths.add(vector)
+    # each branch's lanes per vector: its whole gang's (the path of the most lanes)
+    widths = [max(paths.values(), key=lambda shape: shape[0] * shape[1])[0] for paths in branches]
+    seen = set()
+    for k, paths in enumerate(branches):
         for left in range(1, gang):  # iterations left after the whole gangs
-            taken = [lanes for condition, lanes in paths.items() if picks(condition, left - 1)]
-            want = 1 if left <= lane.SCALAR_TAIL else vector if left <= vector < gang else gang
-            assert taken == [want], (gang, left, paths)
-    if gang >= 16:
-        assert any(lane.SCALAR_TAIL < w < gang for w in widths)  # the one-vector tail is written somewhere
+            taken = [shape for condition, shape in paths.items() if picks(condition, left - 1)]
+            assert taken == [wanted_tail(left, gang, widths[k], widths[k + 1:])], (gang, left, k, paths)
+            seen.add(taken[0][0] * taken[0][1])
+    if gang >= 16:  # some tail of fewer lanes than the gang (and more than one) is written and taken
+        assert any(1 < lanes < gang for lanes in seen), seen
 
 
 # ---- the differentials --------------------------------------------------------------------------------
