@@ -98,7 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a Nupp host script",
-                         description="Run a Nupp host script; its folder is on the require path.")
+                         description="Run a Nupp host script; its folder is on the require path. Ctrl-C "
+                         "stops the program within a second, its output flushed, with 'nupp: interrupted' and "
+                         "exit status 130: nupp run takes SIGINT over only while the program runs, and "
+                         "nupp.load leaves a Python process's own handling alone (KeyboardInterrupt arrives "
+                         "once a call returns to Python).")
     run.add_argument("file", help="the .nupp script, or a project folder (its nupp.toml names the script)")
     run.add_argument("--aot", choices=("on", "off"), default=None,
                      help="run @aot functions as native code (on, the default; a project: its nupp.toml's) "
@@ -386,6 +390,7 @@ def cmd_run(args) -> int:
     args.aot = args.aot or project_aot or "on"
     mode = _run_mode(args)
     source = _read_source(script)
+    from nupp.runtime.interrupt import stops_on_interrupt
     from nupp.runtime.threads import thread_setting
     host = Host(search_path=[Path(script).resolve().parent], mode=mode, cc=args.cc,
                 gang=int(args.gang) if args.gang else None, tier=args.tier, spirv_runner=args.spirv_runner,
@@ -394,7 +399,8 @@ def cmd_run(args) -> int:
     # As under luajit, writing to a reader that went away ends the program (exit 141).
     python_sigpipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        host.run_source(source, tuple(args.args), _words_before_script(args))
+        with stops_on_interrupt("nupp: interrupted", EXIT_INTERRUPTED, args.cc):
+            host.run_source(source, tuple(args.args), _words_before_script(args))
     except LuaRunError as err:
         host.flush_output()  # the program's output comes before the error, as under luajit
         print(render_run_error(err), file=sys.stderr)

@@ -9,8 +9,9 @@
    directory, without Python or an environment variable.
 
    Exit status: the boot script's (0; 1 for an uncaught error of the program;
-   os.exit's own); 2 when the tree cannot be found or booted. */
-#define _DEFAULT_SOURCE
+   os.exit's own); 2 when the tree cannot be found or booted; 130 at Ctrl-C
+   (after flushing the program's output and writing "@NAME@: interrupted"). */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+
+/* @INTERRUPT@: runtime/interrupt.c, stamped in at build time */
 
 static const char PROGRAM[] = "@NAME@";
 static const char BOOT[] = "@BOOT@";
@@ -52,6 +55,8 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(boot, sizeof boot, "%s/%s", root, BOOT);
+    if (nu_interrupt_arm("@NAME@: interrupted\n", 130) != 0)
+        signal(SIGINT, SIG_DFL);  /* no watcher thread: Ctrl-C still ends the program, without the message */
     lua_State *L = luaL_newstate();
     if (L == NULL) {
         fprintf(stderr, "%s: cannot create a LuaJIT state: out of memory\n", PROGRAM);

@@ -24,8 +24,9 @@ from nupp.version import __version__
 LUAJIT_INCLUDE = Path("/usr/include/luajit-2.1")
 LUAJIT_PACKAGE = "libluajit-5.1-dev"
 TEMPLATE = Path(__file__).with_name("launcher.c")
+INTERRUPT = Path(__file__).resolve().parent.parent / "interrupt.c"  # Ctrl-C's handling, as under nupp run
 FLAGS = ("-std=c11", "-O2")
-LINK = ("-lm", "-ldl")  # what the static LuaJIT needs
+LINK = ("-lm", "-ldl", "-lpthread")  # what the static LuaJIT and interrupt.c need
 
 
 def luajit_library(triple: str) -> Path | None:
@@ -49,7 +50,8 @@ class Launcher:
         if not (LUAJIT_INCLUDE / "lua.h").is_file():
             raise NuppEnvironmentError(f"nupp build embeds LuaJIT in the program's launcher, and its headers "
                                        f"({LUAJIT_INCLUDE}) are not installed: install {LUAJIT_PACKAGE}")
-        source = TEMPLATE.read_text().replace("@NAME@", name).replace("@BOOT@", boot)
+        source = TEMPLATE.read_text().replace("/* @INTERRUPT@", INTERRUPT.read_text() + "/* @INTERRUPT@", 1)
+        source = source.replace("@NAME@", name).replace("@BOOT@", boot)
         return cls(source.replace("@VERSION@", __version__), compile_command, luajit)
 
     @property

@@ -1,0 +1,187 @@
+"""Ctrl-C (SIGINT) stops a running program within a second, by doing the thing:
+each program runs as a child process, prints "running" (flushed), then spins
+-- a loop LuaJIT compiles, the same with the JIT off, a long native @aot call
+(scalar and lane C), a span loop on two threads, a read of standard input, a
+Python callback (the compile of a required module) -- and gets one SIGINT.
+It must exit with status 130, "nupp: interrupted" (a built program: "NAME:
+interrupted") on standard error, no traceback, and what it wrote before the
+signal on its piped standard output (C stdio's buffer, flushed).  The Python
+API's process keeps its own SIGINT handling: after nupp.run-like use of
+cli.main in-process, SIGINT raises KeyboardInterrupt again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import require_tool
+from .test_build import built, require_luajit_library
+
+STOP_SECONDS = 1.5  # "within ~1 s", with room for a loaded 2-core machine
+RUNNING = "running"
+
+# Each program writes an unterminated line (stays in C stdio's buffer when piped)
+# after "running", then spins where it is stopped.
+SPIN_LOOP = "local x = 0\nwhile true do x = x + 1 end\n"
+PRELUDE = f'print("{RUNNING}") io.stdout:flush() io.write("before the interrupt")\n'
+
+SPIN_MODULE = """\
+@aot
+local function spin(n: int32): number
+    local s: number = 0.0
+    for i = 1, n do
+        for j = 1, n do
+            s = s * 0.5 + 1.0
+        end
+    end
+    return s
+end
+
+return {spin = spin}
+"""
+
+SPAN_MODULE = """\
+local span = nupp.mem.span
+
+local struct Cell
+    x: number
+end
+
+@aot
+local function settle(exclusive cells: span.WriteSpan<Cell>, rounds: int32): nil
+    for i = 1, #cells do
+        local z: number = cells[i].x
+        for k = 1, rounds do
+            z = z * 0.5 + 1.0
+        end
+        cells[i].x = z
+    end
+end
+
+return {Cell = Cell, settle = settle}
+"""
+
+PROGRAMS = {
+    "jit_loop": PRELUDE + SPIN_LOOP,
+    "interpreted_loop": "jit.off()\n" + PRELUDE + SPIN_LOOP,
+    "native_call": PRELUDE + 'local m = require("spin")\nprint(m.spin(2000000000))\n',
+    "threaded_native_loop": PRELUDE + textwrap.dedent("""\
+        local m = require("cells")
+        local cells = nupp.mem.span.new(m.Cell, 1048576)
+        m.settle(cells, 2000000000)
+        """),
+    "stdin_read": PRELUDE + "print(io.read('*l'))\n",
+}
+
+
+def write_programs(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in PROGRAMS.items():
+        (folder / f"{name}.nupp").write_text(text)
+    (folder / "spin.nupp").write_text(SPIN_MODULE)
+    (folder / "cells.nupp").write_text(SPAN_MODULE)
+    # a callback into Python: the first require compiles the module (a fresh cache: not cached)
+    (folder / "callback.nupp").write_text(PRELUDE + 'local m = require("spin")\n' + SPIN_LOOP)
+
+
+def interrupted(command: list[str], env: dict | None = None) -> tuple[int, str, str, float]:
+    """Start `command`, wait for its "running", send SIGINT: (status, stdout, stderr, seconds to stop)."""
+    # PYTHONUNBUFFERED would make C stdio unbuffered too (Python's setvbuf): the flush would go untested
+    env = {name: value for name, value in (env or os.environ).items() if name != "PYTHONUNBUFFERED"}
+    # unbuffered pipes: readline takes the first line only, communicate reads the rest
+    # standard input: a pipe held open (no EOF) until the child is gone
+    stdin, held = os.pipe()
+    child = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             bufsize=0, env=env)
+    os.close(stdin)
+    try:
+        first = child.stdout.readline()
+        assert first == RUNNING.encode() + b"\n", (first, child.stderr.read() if child.poll() is not None else "")
+        time.sleep(0.3)  # into the loop, the read, the compile
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+        return child.returncode, out.decode(), err.decode(), time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(held)
+
+
+def assert_stopped(outcome: tuple[int, str, str, float], message: str) -> None:
+    status, out, err, seconds = outcome
+    assert "Traceback" not in err, err
+    assert status == 130, (status, err)
+    assert err.endswith(message + "\n"), err
+    assert seconds < STOP_SECONDS, seconds
+    assert out == "before the interrupt", out
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("interrupt")
+    write_programs(folder)
+    return folder
+
+
+RUNS = [("jit_loop", ("--aot", "off")), ("jit_loop", ()), ("interpreted_loop", ("--aot", "off")),
+        ("interpreted_loop", ()), ("native_call", ("--mode", "scalar")), ("native_call", ()),
+        ("threaded_native_loop", ("--threads", "2")), ("stdin_read", ()), ("callback", ())]
+
+
+@pytest.mark.parametrize("program,options", RUNS, ids=[f"{p}{''.join(o)}" for p, o in RUNS])
+def test_ctrl_c_stops_nupp_run(programs, program, options, tmp_path):
+    require_tool("gcc")
+    env = {**os.environ, "NUPP_CACHE_DIR": str(tmp_path / "cache")} if program == "callback" else None
+    if program == "callback":  # interrupt.c built now, so the child's compile is the module's
+        subprocess.run([sys.executable, "-m", "nupp", "run", programs / "stdin_read.nupp"], input=b"x\n",
+                       capture_output=True, env=env, check=True)
+    command = [sys.executable, "-m", "nupp", "run", str(programs / f"{program}.nupp"), *options]
+    assert_stopped(interrupted(command, env), "nupp: interrupted")
+
+
+def test_the_threaded_loop_runs_on_threads(programs):
+    report = subprocess.run([sys.executable, "-m", "nupp", "emit", "--report", str(programs / "cells.nupp")],
+                            capture_output=True, text=True, check=True).stdout
+    assert "runs on threads under --threads N" in report, report
+
+
+@pytest.mark.parametrize("aot", ["on", "off"])
+def test_ctrl_c_stops_a_built_program(programs, tmp_path, aot):
+    require_luajit_library()
+    project = tmp_path / "spinner"
+    project.mkdir()
+    for name in ("native_call.nupp", "spin.nupp"):
+        (project / name).write_bytes((programs / name).read_bytes())
+    (project / "nupp.toml").write_text(f'[project]\nname = "spinner"\nmain = "native_call.nupp"\n\n'
+                                       f'[build]\naot = "{aot}"\n')
+    tree = built(project, tmp_path / "out")
+    assert_stopped(interrupted([str(tree / "bin" / "spinner")]), "spinner: interrupted")
+
+
+def test_the_cli_in_process_gives_sigint_back(programs):
+    """cli.main in a Python process (the API's situation) leaves Python's SIGINT handling as it was."""
+    script = textwrap.dedent(f"""\
+        import os, signal
+        from nupp.runtime.cli import main
+        assert main(["run", {str(programs / "stdin_read.nupp")!r}]) == 0
+        try:
+            os.kill(os.getpid(), signal.SIGINT)  # Python's handler raises at the next bytecode
+            for _ in range(100):
+                pass
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt")
+        """)
+    proc = subprocess.run([sys.executable, "-c", script], input="line\n", capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.endswith("KeyboardInterrupt\n"), (proc.stdout, proc.stderr)
