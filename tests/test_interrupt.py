@@ -2,12 +2,12 @@
 each program runs as a child process, prints "running" (flushed), then spins
 -- a loop LuaJIT compiles, the same with the JIT off, a long native @aot call
 (scalar and lane C), a span loop on two threads, a read of standard input, a
-Python callback (the compile of a required module) -- and gets one SIGINT.
-It must exit with status 130, "nupp: interrupted" (a built program: "NAME:
-interrupted") on standard error, no traceback, and what it wrote before the
-signal on its piped standard output (C stdio's buffer, flushed).  The Python
-API's process keeps its own SIGINT handling: after nupp.run-like use of
-cli.main in-process, SIGINT raises KeyboardInterrupt again.
+Python callback (the compile of a required module), a write blocked on a full
+pipe -- and gets one SIGINT.  It must exit with status 130, "nupp:
+interrupted" (a built program: "NAME: interrupted") on standard error, no
+traceback, and what it wrote before the signal on its piped standard output
+(C stdio's buffer, flushed).  cli.main run in a Python process hands SIGINT
+back: afterwards SIGINT raises KeyboardInterrupt there again.
 """
 
 from __future__ import annotations
@@ -92,8 +92,9 @@ def write_programs(folder: Path) -> None:
     (folder / "callback.nupp").write_text(PRELUDE + 'local m = require("spin")\n' + SPIN_LOOP)
 
 
-def interrupted(command: list[str], env: dict | None = None) -> tuple[int, str, str, float]:
-    """Start `command`, wait for its "running", send SIGINT: (status, stdout, stderr, seconds to stop)."""
+def interrupted(command: list[str], env: dict | None = None, reading: bool = True) -> tuple[int, str, str, float]:
+    """Start `command`, wait for its "running", send SIGINT: (status, stdout, stderr, seconds to stop).
+    Not `reading`: its standard output is read only once it has exited (a full pipe blocks its writes)."""
     # PYTHONUNBUFFERED would make C stdio unbuffered too (Python's setvbuf): the flush would go untested
     env = {name: value for name, value in (env or os.environ).items() if name != "PYTHONUNBUFFERED"}
     # unbuffered pipes: readline takes the first line only, communicate reads the rest
@@ -108,8 +109,13 @@ def interrupted(command: list[str], env: dict | None = None) -> tuple[int, str, 
         time.sleep(0.3)  # into the loop, the read, the compile
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
+        if not reading:
+            child.wait(timeout=30)
+            stopped = time.monotonic()
         out, err = child.communicate(timeout=30)
-        return child.returncode, out.decode(), err.decode(), time.monotonic() - sent
+        if reading:
+            stopped = time.monotonic()
+        return child.returncode, out.decode(), err.decode(), stopped - sent
     finally:
         if child.poll() is None:
             child.kill()
@@ -117,13 +123,14 @@ def interrupted(command: list[str], env: dict | None = None) -> tuple[int, str, 
         os.close(held)
 
 
-def assert_stopped(outcome: tuple[int, str, str, float], message: str) -> None:
+def assert_stopped(outcome: tuple[int, str, str, float], message: str, output: str | None = "before the interrupt"):
+    """Stopped in time with status 130 and `message`, and what it wrote (None: not checked) on its stdout."""
     status, out, err, seconds = outcome
     assert "Traceback" not in err, err
     assert status == 130, (status, err)
     assert err.endswith(message + "\n"), err
     assert seconds < STOP_SECONDS, seconds
-    assert out == "before the interrupt", out
+    assert output is None or out == output, out
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +154,15 @@ def test_ctrl_c_stops_nupp_run(programs, program, options, tmp_path):
                        capture_output=True, env=env, check=True)
     command = [sys.executable, "-m", "nupp", "run", str(programs / f"{program}.nupp"), *options]
     assert_stopped(interrupted(command, env), "nupp: interrupted")
+
+
+def test_ctrl_c_stops_a_program_blocked_writing_to_a_full_pipe(programs):
+    """Its write holds stdout's lock, which the flush cannot take: the message and the exit come anyway."""
+    flood = programs / "flood.nupp"
+    flood.write_text(f'print("{RUNNING}") io.stdout:flush()\nlocal s = string.rep("x", 4096)\n'
+                     "while true do io.write(s) end\n")
+    outcome = interrupted([sys.executable, "-m", "nupp", "run", str(flood)], reading=False)
+    assert_stopped(outcome, "nupp: interrupted", output=None)
 
 
 def test_the_threaded_loop_runs_on_threads(programs):
