@@ -103,7 +103,8 @@ from typing import Callable, Optional
 from nupp.emit_c import intrinsics
 from nupp.emit_c.function_c import FunctionEmitter, bare, rendering_of
 from nupp.emit_c.helpers import C_OPS, FIELD_C_TYPES, c_const, c_type
-from nupp.emit_c.lane_helpers import LANE_FORMS, LaneForm, conversion_form, lane_form, lanes_helper
+from nupp.emit_c.lane_helpers import (CANONICAL_NAN_RESULTS, LANE_FORMS, LaneForm, conversion_form, lane_form,
+                                      lanes_helper)
 from nupp.emit_c.lane_memory import LaneMemory
 from nupp.emit_c.lane_threads import THREADS_C, LaneThreads
 from nupp.emit_c.lane_vectors import (BLEND, COMPARE, CONVERT, ELEMENTS, LANE, NATIVE, REGISTERS, SHORT,
@@ -1121,6 +1122,8 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
             return self.compare(e)
         if e.op in CONVERT:
             return self.convert(e)
+        if e.op == "bits.f32.u32" and isinstance(e.args[0], ir.Op) and e.args[0].op in CANONICAL_NAN_RESULTS:
+            return self.named(e.width, f"({self.vec(e.width)}){self.vector_expr(e.args[0])}")
         form = lane_form(e.op, self.width)
         if form is not None:
             return self.lane_call(e, form)

@@ -533,6 +533,10 @@ LANE_FORMS = {
 # 12 fmas in Horner order, 7 squarings): a vector waits on each step's latency
 # (what targets/gang_choice.py reads: such a loop may take two vectors a gang).
 SERIAL_FORMS = frozenset({"exp.f32"})
+# Ops whose lanes hold the canonical NaN 0x7FC00000 for any NaN, as their forms
+# and scalar rules (the fallback of a partial form) both leave it: bits.f32 of
+# one is its bits as they are (emit_c/lane.py), no second NaN select.
+CANONICAL_NAN_RESULTS = frozenset({"min.f32", "max.f32", "exp.f32", "frombits.u32.f32"})
 # lane C runs operators and casts natively (lane_vectors.py): a form is for a rule
 check_rendered("emit_c/lane_helpers.py LANE_FORMS", LANE_FORMS,
                expected=[op for op, info in OPS.items() if info.vector == RULE], partial=True)

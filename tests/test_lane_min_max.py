@@ -27,7 +27,10 @@ import numpy as np
 import pytest
 
 from nupp.emit_c import intrinsics
+from nupp.emit_c.lane import emit_lane_module
 from nupp.emit_c.lane_helpers import lane_form
+from nupp.errors import Source
+from nupp.pipeline import compile_module, lanes_at
 from nupp.runtime.api import load
 from nupp.scalar_ir.lanes import GANG_SIZES
 from nupp.targets.cross import host_machine
@@ -35,7 +38,7 @@ from nupp.targets.tiers import TIERS
 
 from .conftest import require_tool
 from .kernelgen import F32_EDGE_BITS, F64_EDGES
-from .oracles import canonicalize_bits, f32_max_bits, f32_min_bits, f64_min_max
+from .oracles import canonicalize_bits, f32_exp_bits, f32_max_bits, f32_min_bits, f64_min_max
 
 RUNNABLE = host_machine().runnable_tiers()
 QUICK_TIERS = sorted({RUNNABLE[0], RUNNABLE[-1]}, key=RUNNABLE.index)
@@ -54,6 +57,8 @@ local struct Picked32
     hi: uint32
     same: uint32
     raw: float
+    e: uint32
+    direct: uint32
 end
 
 local struct Pair64
@@ -71,6 +76,8 @@ local function pick32(exclusive out: span.WriteSpan<Picked32>, borrows inp: span
         out[i].hi = f32.bits(f32.max(a, b))
         out[i].same = f32.bits(a)
         out[i].raw = a
+        out[i].e = f32.bits(f32.exp(a))
+        out[i].direct = f32.bits(f32.fromBits(inp[i].b))
     end
 end
 
@@ -116,8 +123,10 @@ def check32(kernels, rows: slice, what: str) -> None:
     a, b = F32_A[rows], F32_B[rows]
     out = called(kernels, "pick32", "Picked32", "Pair32", a=a, b=b)
     canonical = np.array([canonicalize_bits(int(u)) for u in a], dtype=np.uint32)
+    exp = np.array([f32_exp_bits(int(u)) for u in a], dtype=np.uint32)
+    direct = np.array([canonicalize_bits(int(u)) for u in b], dtype=np.uint32)
     for field, want in (("lo", f32_min_bits(a, b)), ("hi", f32_max_bits(a, b)), ("same", canonical),
-                        ("raw", canonical)):  # fromBits' result stored as it is
+                        ("raw", canonical), ("e", exp), ("direct", direct)):  # fromBits' result stored as it is
         got = out[field].view(np.uint32)
         wrong = np.flatnonzero(got != want)
         assert wrong.size == 0, (f"{what}: {field} of {a[wrong[0]]:#010x}, {b[wrong[0]]:#010x} is "
@@ -206,3 +215,14 @@ def test_the_avx512_form_is_three_compares_and_three_selects(op, cc, tmp_path):
     # the three compares, a blend, the tie's masked and / or, and the canonical NaN's
     # blend or masked move (a masked load of the constant); the rest moves operands
     assert len(vector_work) <= 7, instructions
+
+
+def test_bits_of_a_result_already_canonical_is_its_bits_as_they_are(path):
+    """min, max, exp and fromBits leave the canonical NaN in their lanes
+    (lane_helpers.CANONICAL_NAN_RESULTS): bits of one is a plain cast, no second
+    NaN select; bits of a local (it may hold any binary32) keeps the select."""
+    with open(path) as f:
+        module = lanes_at(compile_module(Source("min_max.nupp", f.read())), 16)
+    body = emit_lane_module(module, "min_max.nupp").source.split("pick32", 1)[1].split("pick64", 1)[0]
+    operands = re.findall(r"nu_bits_f32x\d+\(&\w+, &(\w+)\)", body)
+    assert operands and all(name.startswith("v_a") for name in operands), operands  # f32.bits(a) only
