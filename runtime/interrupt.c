@@ -10,7 +10,13 @@
    the program wrote to C stdio -- standard output and error first, then every
    stream -- each step bounded in time (a stream's lock may be held by a
    thread blocked in a read or write), writes the message and _exit()s with
-   the status.  A second Ctrl-C exits at once, from the handler. */
+   the status.  A second Ctrl-C exits at once, from the handler.
+
+   Armed without the watcher (a built program, which may run under qemu-user:
+   there pthread_create of the dynamically linked cross glibc never returns,
+   qemu 7.2), the handler itself flushes standard output and error where their
+   locks are free, then writes the message and exits: other streams' buffers
+   are lost, as at SIGINT's default action. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -38,9 +44,23 @@ static void nu_interrupt_exit(void)
     _exit(nu_interrupt_status);
 }
 
+/* Flush `stream` now if no other thread holds it (never waits: in a handler). */
+static void nu_flush_if_free(FILE *stream)
+{
+    if (ftrylockfile(stream) == 0) {
+        fflush_unlocked(stream);
+        funlockfile(stream);
+    }
+}
+
 static void nu_on_interrupt(int signo)
 {
     (void)signo;
+    if (!nu_watching) {
+        nu_flush_if_free(stdout);
+        nu_flush_if_free(stderr);
+        nu_interrupt_exit();
+    }
     if (nu_interrupts++ > 0)
         nu_interrupt_exit();
     sem_post(&nu_interrupt_posted);
@@ -98,11 +118,12 @@ static void *nu_watch(void *unused)
 }
 
 /* Until nu_interrupt_disarm, SIGINT flushes C stdio, writes `message` to
-   standard error and exits with `status`.  0, or -1 (errno) if it cannot. */
-int nu_interrupt_arm(const char *message, int status);
-int nu_interrupt_arm(const char *message, int status)
+   standard error and exits with `status`; by a watcher thread if `watch`, else
+   from the handler.  0, or -1 (errno) if it cannot. */
+int nu_interrupt_arm(const char *message, int status, int watch);
+int nu_interrupt_arm(const char *message, int status, int watch)
 {
-    if (!nu_watching) {
+    if (watch && !nu_watching) {
         pthread_t watcher;
         pthread_attr_t attributes;
         if (sem_init(&nu_interrupt_posted, 0, 0) != 0 || pthread_attr_init(&attributes) != 0)

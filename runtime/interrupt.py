@@ -33,7 +33,7 @@ def _library(cc: str) -> ctypes.CDLL | None:
     except NuppEnvironmentError:
         return None
     library = ctypes.CDLL(str(path))
-    library.nu_interrupt_arm.argtypes = (ctypes.c_char_p, ctypes.c_int)
+    library.nu_interrupt_arm.argtypes = (ctypes.c_char_p, ctypes.c_int, ctypes.c_int)
     library.nu_interrupt_disarm.argtypes = ()
     return library
 
@@ -42,7 +42,7 @@ def _library(cc: str) -> ctypes.CDLL | None:
 def stops_on_interrupt(message: str, status: int, cc: str = "gcc"):
     """Within it, SIGINT ends the process: C stdio flushed, `message` on standard error, exit `status`."""
     library = _library(cc)
-    armed = library is not None and library.nu_interrupt_arm(message.encode() + b"\n", status) == 0
+    armed = library is not None and library.nu_interrupt_arm(message.encode() + b"\n", status, 1) == 0
     previous = None if armed else signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         yield

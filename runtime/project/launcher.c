@@ -55,8 +55,9 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(boot, sizeof boot, "%s/%s", root, BOOT);
-    if (nu_interrupt_arm("@NAME@: interrupted\n", 130) != 0)
-        signal(SIGINT, SIG_DFL);  /* no watcher thread: Ctrl-C still ends the program, without the message */
+    /* no watcher thread (runtime/interrupt.c: qemu-user): the handler flushes and exits */
+    if (nu_interrupt_arm("@NAME@: interrupted\n", 130, 0) != 0)
+        signal(SIGINT, SIG_DFL);
     lua_State *L = luaL_newstate();
     if (L == NULL) {
         fprintf(stderr, "%s: cannot create a LuaJIT state: out of memory\n", PROGRAM);
