@@ -733,11 +733,15 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
             return
         if not blocks(s):
             return super().stmt(s)
-        stored = {x.span for block in blocks(s) for x in statements(block) if isinstance(x, ir.Store)}
-        kept = {key: value for key, value in self.loaded.items() if key[0] not in stored}
-        self.loaded = dict(kept)  # a loop may store what a load before it read
+        self.forget_stored(blocks(s))  # a loop may store what a load before it read
+        kept = dict(self.loaded)
         super().stmt(s)
         self.loaded = kept
+
+    def forget_stored(self, bodies) -> None:
+        """Drop what loads left in scope of the spans `bodies` store to."""
+        stored = {x.span for body in bodies for x in statements(body) if isinstance(x, ir.Store)}
+        self.loaded = {key: value for key, value in self.loaded.items() if key[0] not in stored}
 
     def block(self, stmts) -> None:
         """A nested block: what a load inside it leaves is out of scope after it
@@ -935,6 +939,7 @@ class _LaneFunctionEmitter(LaneMemory, LaneThreads, FunctionEmitter):
         i64, i32, mask = self.vec(Width.I64), self.vec(Width.I32), self.vec(Width.BOOL)
         starts = self.each(lambda: self.vector_expr(s.start))
         stops = self.each(lambda: self.vector_expr(s.stop))
+        self.forget_stored([s.body])  # the bounds' loads run once, before rounds that follow a store
         c, last, step, m = self.part_names("c"), self.part_names("e"), self.temp("s"), self.part_names("w")
         self.line("{")
         self.depth += 1

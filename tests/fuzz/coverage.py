@@ -72,6 +72,7 @@ SHAPES = (
     "span loops of different gangs in one function (the cost model's)",
     "local no inactive lane reads (no select)", "load after a store to its span in a gang",
     "masked tail", "masked tail that may break or raise",
+    "masked for whose bounds load a span its body stores",
 )
 DEVICE = ("device kernel", "device kernel with a finish kernel", "device reduction", "device call",
           "device break out of the span loop")
@@ -393,11 +394,19 @@ def _gang_shapes(gang: ir.Gang) -> set[str]:
     return found
 
 
+def _loaded(exprs) -> set[str]:
+    return {x.span for e in exprs for x in subexprs(e) if isinstance(x, ir.Load)}
+
+
+def _stored(body) -> set[str]:
+    return {x.span for x in statements(body) if isinstance(x, ir.Store)}
+
+
 def _lane_c_shapes(gang: ir.Gang) -> set[str]:
     """What lane C (emit_c/lane.py) writes differently: a masked tail, a cheap
     masked if as selects, an assignment without a select (a local declared in
     its masked block, or dead after its masked loop), a load after a store to
-    its span."""
+    its span, a masked for's bounds read from a span its body stores."""
     found = set()
     if masked_tail(gang):
         found.add("masked tail")
@@ -412,6 +421,9 @@ def _lane_c_shapes(gang: ir.Gang) -> set[str]:
                 found.add("masked if/else-if chain run as selects from its last arm")
     if any(dead_after_loops(gang.body).values()) or _assigned_where_declared(gang.body, False):
         found.add("local no inactive lane reads (no select)")
+    for s in statements(gang.body):  # bounds loaded once, before rounds that follow the body's stores
+        if isinstance(s, ir.For) and s.masked and _loaded({s.start, s.stop}) & _stored(s.body):
+            found.add("masked for whose bounds load a span its body stores")
     stored: set[str] = set()
     for s in statements(gang.body):
         if any(isinstance(x, ir.Load) and x.span in stored for e in own_exprs(s) for x in subexprs(e)):
