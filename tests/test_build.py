@@ -460,3 +460,18 @@ def test_main_is_nupp_whatever_its_name_and_a_required_lua_module_runs_as_lua(tm
     expected = nupp("run", ".", cwd=tmp_path)
     assert outcome(expected) == (0, "84\t3\n"), expected.stderr
     assert outcome(run(built(tmp_path, tmp_path / "build") / "bin" / "app")) == outcome(expected)
+
+
+def test_recursion_through_string_gsub_is_a_stack_overflow_not_a_crash(tmp_path):
+    """gsub's callback grows the C stack ~10 KB a level: the launcher raises the
+    stack's soft limit so that LuaJIT's own limit fires first, as under nupp run
+    (runtime/deep_stack.py).  On 8 MB the built program died of SIGSEGV."""
+    require_luajit_library()
+    (tmp_path / "nupp.toml").write_text('[project]\nname = "deep"\nmain = "main.nupp"\n')
+    (tmp_path / "main.nupp").write_text('local function f(s) return (string.gsub(s, "a", f)) end\n'
+                                        'print(f("aaa"))\n')
+    expected = nupp("run", ".", cwd=tmp_path)
+    assert expected.returncode == 1 and "main.nupp:1:" in expected.stderr and "stack overflow" in expected.stderr
+    proc = run(built(tmp_path, tmp_path / "build") / "bin" / "deep")
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert proc.stderr.startswith("main.nupp:1:") and "stack overflow" in proc.stderr, proc.stderr

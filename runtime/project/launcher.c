@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -27,6 +28,25 @@
 
 static const char PROGRAM[] = "@NAME@";
 static const char BOOT[] = "@BOOT@";
+
+/* C functions that call back into Lua (string.gsub with a function, some 10 KB
+   a level) grow the C stack faster than LuaJIT's own limit (its Lua stack)
+   fires: on the usual 8 MB the process crashed where `nupp run` (which runs
+   Lua on a 256 MB stack: runtime/deep_stack.py) reports "stack overflow".  The
+   main thread's stack grows up to the soft limit read at each fault, and the
+   kernel keeps at least 128 MB below it free of mappings: raise the limit to
+   STACK_BYTES, within the hard one. */
+#define STACK_BYTES (112L << 20)
+
+static void deepen_stack(void)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_STACK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= STACK_BYTES)
+        return;
+    limit.rlim_cur = limit.rlim_max == RLIM_INFINITY || limit.rlim_max > STACK_BYTES ? STACK_BYTES
+                                                                                     : limit.rlim_max;
+    setrlimit(RLIMIT_STACK, &limit);  /* if refused, the program runs on what it has */
+}
 
 /* The tree's root: this executable's real path without its last two
    components (bin/NAME); "" when the tree is the root folder itself. */
@@ -55,6 +75,7 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(boot, sizeof boot, "%s/%s", root, BOOT);
+    deepen_stack();
     /* no watcher thread (runtime/interrupt.c: qemu-user): the handler flushes and exits */
     if (nu_interrupt_arm("@NAME@: interrupted\n", 130, 0) != 0)
         signal(SIGINT, SIG_DFL);
