@@ -28,6 +28,7 @@ def on_deep_stack(call, *args):
     if getattr(_deep, "inside", False):
         return call(*args)
     outcome: list = []
+    done = threading.Event()
 
     def body():
         _deep.inside = True
@@ -35,6 +36,8 @@ def on_deep_stack(call, *args):
             outcome.append((True, call(*args)))
         except BaseException as error:  # re-raised on the caller's thread
             outcome.append((False, error))
+        finally:
+            done.set()
 
     previous = threading.stack_size(STACK_BYTES)
     try:
@@ -42,8 +45,25 @@ def on_deep_stack(call, *args):
         thread.start()
     finally:
         threading.stack_size(previous)
-    thread.join()
+    interrupt = _wait(done)
+    if interrupt is not None:  # after the run, as when Lua ran on this thread
+        raise interrupt
     ok, value = outcome[0]
     if not ok:
         raise value
     return value
+
+
+def _wait(done: threading.Event) -> BaseException | None:
+    """Wait for the run to end, even through a KeyboardInterrupt (Ctrl-C while a
+    module loads): the run goes on, so the caller sees the interrupt only once
+    it has ended, as when Lua ran on the calling thread; that interrupt, if any.
+    (Not Thread.join: interrupted, it takes a running thread for stopped.)"""
+    interrupt = None
+    while True:
+        try:
+            done.wait()
+            return interrupt
+        except KeyboardInterrupt as caught:
+            interrupt = caught
+

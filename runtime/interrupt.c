@@ -14,9 +14,10 @@
 
    Armed without the watcher (a built program, which may run under qemu-user:
    there pthread_create of the dynamically linked cross glibc never returns,
-   qemu 7.2), the handler itself flushes standard output and error where their
-   locks are free, then writes the message and exits: other streams' buffers
-   are lost, as at SIGINT's default action. */
+   qemu 7.2), the handler writes the message and exits at once: what C stdio
+   still buffers is lost, as at SIGINT's default action (a flush from the
+   handler could write a buffer twice, its lock being the interrupted
+   thread's, or block on a full pipe with SIGINT masked). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -44,24 +45,10 @@ static void nu_interrupt_exit(void)
     _exit(nu_interrupt_status);
 }
 
-/* Flush `stream` now if no other thread holds it (never waits: in a handler). */
-static void nu_flush_if_free(FILE *stream)
-{
-    if (ftrylockfile(stream) == 0) {
-        fflush_unlocked(stream);
-        funlockfile(stream);
-    }
-}
-
 static void nu_on_interrupt(int signo)
 {
     (void)signo;
-    if (!nu_watching) {
-        nu_flush_if_free(stdout);
-        nu_flush_if_free(stderr);
-        nu_interrupt_exit();
-    }
-    if (nu_interrupts++ > 0)
+    if (!nu_watching || nu_interrupts++ > 0)
         nu_interrupt_exit();
     sem_post(&nu_interrupt_posted);
 }

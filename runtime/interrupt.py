@@ -30,9 +30,9 @@ def _library(cc: str) -> ctypes.CDLL | None:
     """interrupt.c built (once, then from the cache) and loaded; None without a usable compiler."""
     try:
         path = build_library(SOURCE.read_text(), find_toolchain(cc), "interrupt.c")
-    except NuppEnvironmentError:
+        library = ctypes.CDLL(str(path))
+    except (NuppEnvironmentError, OSError):  # no compiler, or one for another machine (--cc)
         return None
-    library = ctypes.CDLL(str(path))
     library.nu_interrupt_arm.argtypes = (ctypes.c_char_p, ctypes.c_int, ctypes.c_int)
     library.nu_interrupt_disarm.argtypes = ()
     return library

@@ -181,7 +181,20 @@ def test_ctrl_c_stops_a_built_program(programs, tmp_path, aot):
     (project / "nupp.toml").write_text(f'[project]\nname = "spinner"\nmain = "native_call.nupp"\n\n'
                                        f'[build]\naot = "{aot}"\n')
     tree = built(project, tmp_path / "out")
-    assert_stopped(interrupted([str(tree / "bin" / "spinner")]), "spinner: interrupted")
+    # no flush: it starts no watcher thread (runtime/interrupt.c), and a handler must not touch stdio
+    assert_stopped(interrupted([str(tree / "bin" / "spinner")]), "spinner: interrupted", output="")
+
+
+def test_ctrl_c_stops_a_built_program_blocked_writing_to_a_full_pipe(tmp_path):
+    """Writes of 1,000 bytes go through stdio's buffer: the stop must not wait to flush it
+    into a pipe no one reads (a flush from the handler blocked there forever)."""
+    require_luajit_library()
+    (tmp_path / "nupp.toml").write_text('[project]\nname = "flood"\nmain = "main.nupp"\n')
+    (tmp_path / "main.nupp").write_text(f'print("{RUNNING}") io.stdout:flush()\nlocal s = string.rep("x", 1000)\n'
+                                        "while true do io.write(s) end\n")
+    tree = built(tmp_path, tmp_path / "out")
+    outcome = interrupted([str(tree / "bin" / "flood")], reading=False)
+    assert_stopped(outcome, "flood: interrupted", output=None)
 
 
 def test_the_cli_in_process_gives_sigint_back(programs):
@@ -201,3 +214,14 @@ def test_the_cli_in_process_gives_sigint_back(programs):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.endswith("KeyboardInterrupt\n"), (proc.stdout, proc.stderr)
+
+
+def test_nupp_run_with_a_compiler_for_another_machine_still_runs_a_plain_program(tmp_path):
+    """interrupt.c built by --cc's cross compiler cannot be loaded here: Ctrl-C then takes
+    SIGINT's default action, and the program runs (it stopped with an internal error)."""
+    require_tool("aarch64-linux-gnu-gcc")
+    (tmp_path / "hi.nupp").write_text('print("hi")\n')
+    proc = subprocess.run([sys.executable, "-m", "nupp", "run", "--aot", "off", "--cc", "aarch64-linux-gnu-gcc",
+                           str(tmp_path / "hi.nupp")], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, NUPP_CACHE_DIR=str(tmp_path / "cache")))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "hi\n", "")

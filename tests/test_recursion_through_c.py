@@ -243,3 +243,25 @@ def test_lua_runs_on_one_deep_thread():
 
     with pytest.raises(KeyError):
         on_deep_stack(fails)
+
+
+def test_ctrl_c_while_lua_runs_arrives_once_the_run_has_ended():
+    """A KeyboardInterrupt on the waiting thread (Ctrl-C during nupp.load) is raised
+    after the Lua thread's run, as when Lua ran on the calling thread: never while
+    it still runs (Thread.join, interrupted, took the running thread for stopped)."""
+    import os
+    import signal
+    import time
+    from nupp.runtime.deep_stack import on_deep_stack
+
+    def run():
+        time.sleep(1.0)
+        return threading.current_thread()
+
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        on_deep_stack(run)
+    assert time.monotonic() - started >= 1.0
+    assert [t.name for t in threading.enumerate() if t.name == "nupp-lua"] == []

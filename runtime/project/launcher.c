@@ -10,7 +10,7 @@
 
    Exit status: the boot script's (0; 1 for an uncaught error of the program;
    os.exit's own); 2 when the tree cannot be found or booted; 130 at Ctrl-C
-   (after flushing the program's output and writing "@NAME@: interrupted"). */
+   (writing "@NAME@: interrupted"; what C stdio still buffers is lost). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
