@@ -10,7 +10,8 @@ its vectors hold, a masked while, work lane C does lane by lane, reductions,
 a long dependent chain) and a tier's register width, and picks the loop's gang
 and the width of its vectors, so that one module's loops may run at different gangs:
 
-    a masked while           LATENCY_VECTORS full registers per gang (two)
+    a masked while           LATENCY_VECTORS full registers per gang (two),
+                             in vectors of at most MASKED_WHILE_BITS (256)
     a long dependent chain   the same, at 512-bit registers (SERIAL_CHAIN_BYTES)
     work done lane by lane   one vector of at most PER_LANE_BITS (256) bits
     anything else            one full register per gang
@@ -120,10 +121,18 @@ def _lane_by_lane(struct: ir.StructDef, register_bytes: int) -> int:
 # vector waits on the last (a multiply-add chain and the mask test), and a
 # second independent vector fills those cycles.  mandelbrot at v3: 1 x 256 bits
 # 6.9x scalar C, 2 x 256 11.0x, 4 x 256 6.8x (16 ymm registers spill); at v4:
-# 1 x 512 10.1x, 2 x 512 13.4x, 4 x 256 13.5x (a tie, and one register width
-# is simpler).  With lane-by-lane loads as well (a Pixel of binary64 and int32
-# fields) the same: 2 x 512 7.1x against 2 x 256 5.4x and 1 x 512 5.3x.
+# 1 x 512 10.1x, 2 x 512 13.4x, 4 x 256 13.5x.  With lane-by-lane loads as
+# well (a Pixel of binary64 and int32 fields) the same: 2 x 512 7.1x against
+# 2 x 256 5.4x and 1 x 512 5.3x.
 LATENCY_VECTORS = 2
+# ... in vectors of at most MASKED_WHILE_BITS: the gang of two full registers,
+# as 4 x 256 at v4.  A masked round of a 512-bit vector costs about 1.4x a
+# scalar round on this CPU (Zen 4 runs 512-bit ops as two halves), a 256-bit
+# one about 1x (masked_tail's measurements).  mandelbrot, `nupp bench` with
+# every change of 2026-12-02 in, quiet machine, 10^5 / 10^7: gang 32 as
+# 4 x 256 112.5 / 150.3 M/s (14.0x / 18.7x scalar C) against 2 x 512 95.3 /
+# 128.6 (11.9x / 16.0x), hand SIMD32 by Clang 98.2 / 126.3.
+MASKED_WHILE_BITS = 256
 # Any other loop runs one full register per gang: its work is independent
 # from one iteration to the next already, and a second vector only adds
 # registers.  tecsbits at v4: 1 x 512 1,314 M/s, 2 x 512 1,158; at v3 1 x 256
@@ -171,6 +180,8 @@ def choose(features: LoopFeatures, register_bytes: int, pinned: Optional[int] = 
     else:
         vectors, why = STREAM_VECTORS, "independent iterations: one register per gang"
     lanes = vectors * bits // (8 * features.element_bytes)
+    if features.masked_while and bits > MASKED_WHILE_BITS:
+        bits, why = MASKED_WHILE_BITS, why + f" (in vectors of {MASKED_WHILE_BITS} bits)"
     if lanes < min(GANG_SIZES):
         why += f", but a gang is at least {min(GANG_SIZES)} lanes"
     return _choice(min(max(lanes, min(GANG_SIZES)), max(GANG_SIZES)), bits, features, why)

@@ -140,7 +140,7 @@ def test_lane_by_lane_work_is_counted_per_access():
 @pytest.mark.parametrize("register_bytes, masked, streaming", [
     (16, (8, 128), (4, 128)),    # binary64 at 128 bits: 2 lanes a register, a gang of 4 (2 x 128)
     (32, (16, 256), (4, 256)),
-    (64, (32, 512), (8, 512)),
+    (64, (32, 256), (8, 512)),    # a masked while in 256-bit vectors at 512-bit registers
 ])
 def test_a_masked_while_takes_two_registers_and_a_streaming_loop_one(register_bytes, masked, streaming):
     assert _shapes(TWO_LOOPS, register_bytes) == [masked, streaming]
@@ -154,7 +154,7 @@ def test_lane_by_lane_work_runs_vectors_of_at_most_256_bits():
     assert choose(per_lane, 64).shape == GangShape(8, 256)
     # a masked while wins over lane-by-lane work: two full registers (measured, gang_choice.py)
     both = LoopFeatures(element_bytes=8, masked_while=True, per_lane=3, reductions=1)
-    assert choose(both, 64).shape == GangShape(16, 512)
+    assert choose(both, 64).shape == GangShape(16, 256)
 
 
 SERIAL = """\
@@ -207,7 +207,7 @@ def test_a_pinned_gang_is_every_loops_in_full_registers():
 
 def test_the_choice_says_what_and_why():
     text = choose(LoopFeatures(4, True, 0, 0), 64).text
-    assert text.startswith("gang 32 as 2 x 512-bit vectors of 32-bit lanes: a masked while")
+    assert text.startswith("gang 32 as 4 x 256-bit vectors of 32-bit lanes: a masked while")
     assert choose(LoopFeatures(8, False, 0, 0), 32).text.startswith("gang 4 as 1 x 256-bit vector of 64-bit lanes")
 
 
@@ -219,7 +219,7 @@ def test_the_report_says_each_loops_shape_at_every_tier(tmp_path):
         assert main(["emit", "--report", str(path)]) == 0
     lines = [line for line in out.getvalue().splitlines() if ": at " in line]
     assert len(lines) == 2 * len(TIERS)
-    assert f"{path}:21:5: loop over %i: at v4: gang 32 as 2 x 512-bit vectors of 32-bit lanes: a masked while" \
+    assert f"{path}:21:5: loop over %i: at v4: gang 32 as 4 x 256-bit vectors of 32-bit lanes: a masked while" \
         in out.getvalue()
     assert f"{path}:30:5: loop over %i_2: at v3: gang 4 as 1 x 256-bit vector of 64-bit lanes: independent" \
         in out.getvalue()

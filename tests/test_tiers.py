@@ -344,7 +344,7 @@ def test_each_tier_shapes_each_loop_by_the_cost_model():
 
     wide, narrow = (rewrite_lanes(compiled(KERNELS[name].path)[1]) for name in ("simd", "mandelbrot"))
     assert [shapes(wide, t) for t in TIERS] == [[(4, 128)], [(4, 128)], [(4, 256)], [(8, 512)]]
-    assert [shapes(narrow, t) for t in TIERS] == [[(8, 128)], [(8, 128)], [(16, 256)], [(32, 512)]]
+    assert [shapes(narrow, t) for t in TIERS] == [[(8, 128)], [(8, 128)], [(16, 256)], [(32, 256)]]
 
 
 def test_binary64_lanes_at_a_16_byte_tier_run_in_gangs_of_two_registers():
