@@ -150,7 +150,7 @@ def macro(name: str) -> str:
 
 
 def operand(name: str) -> str:
-    """The vector type of the intrinsic's first operand."""
+    """The type of the intrinsic's first operand (a vector, or a blend's mask)."""
     return INTRINSICS[name].params[0]
 
 

@@ -36,7 +36,6 @@ end
 -- What a coroutine.wrap function returns: as LuaJIT's wrap, the coroutine's
 -- error raised again, a message with the position of the wrap function's caller.
 local function wrapped(ok, ...)
-    nested = nested - 1
     if ok then return ... end
     local e = ...
     error(e, type(e) == "string" and 2 or 0) -- level 2: wrapped is its caller's tail call
@@ -47,6 +46,6 @@ function coroutine.wrap(f)
     local co = create(f)
     return function(...)
         enter()
-        return wrapped(resume(co, ...))
+        return wrapped(left(resume(co, ...)))
     end
 end
