@@ -28,11 +28,12 @@ libgomp, Clang's libomp: Debian's libomp-dev) and never unloaded; the pragmas ar
 `#ifdef _OPENMP`, so the flag changes where a loop may run, never its bits.
 
 Units are compiled as C whatever the driver (`-x c`: `g++` or `clang++` would
-compile them as C++ and mangle the names LuaJIT binds).  When the compiler
-fails, a probe tells whose fault it is: if it cannot build a trivial library
-either, the compiler or the machine is broken (NuppEnvironmentError, naming
-the fix); otherwise it is nupp's bug, and the failing unit's C is kept and
-its path reported (InternalError).
+compile them as C++ and mangle the names LuaJIT binds).  A compile or link
+fails when the compiler exits non-zero or when it exits 0 without writing its
+output (`--cc /usr/bin/true`).  Then a probe tells whose fault it is: if the
+compiler cannot build a trivial library either, the compiler or the machine
+is broken (NuppEnvironmentError, naming the fix); otherwise it is nupp's bug,
+and the failing unit's C is kept and its path reported (InternalError).
 """
 
 from __future__ import annotations
@@ -95,6 +96,19 @@ class Unit:
     def all_flags(self) -> tuple[str, ...]:
         """Its own flags, and OPENMP_FLAGS where it holds OpenMP pragmas."""
         return self.flags + (OPENMP_FLAGS if self.uses_openmp else ())
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    """A compile (of `unit`) or the link (`unit` None) that exited non-zero, or exited 0 without its output."""
+
+    unit: Unit | None
+    status: int
+    words: str  # the compiler's error output
+
+    @property
+    def output_kind(self) -> str:
+        return "library" if self.unit is None else "object file"
 
 
 @lru_cache(maxsize=None)
@@ -173,9 +187,9 @@ def _compile(units: Sequence[Unit], toolchain: Toolchain, folder: Path, library:
         os.replace(out, library)
 
 
-def _build_in(folder: Path, units: Sequence[Unit], toolchain: Toolchain) -> tuple[Unit | None, str] | None:
+def _build_in(folder: Path, units: Sequence[Unit], toolchain: Toolchain) -> BuildFailure | None:
     """Compile every unit to an object at once (a cold tiered build uses every core) and link them
-    into folder/library.so.  On failure: the unit that failed (None: the link) and the compiler's words."""
+    into folder/library.so; the first step that failed, or None."""
     objects, compiles = [], []
     for unit in units:
         c_file = folder / f"{unit.name}.c"
@@ -183,13 +197,22 @@ def _build_in(folder: Path, units: Sequence[Unit], toolchain: Toolchain) -> tupl
         objects.append(str(c_file.with_suffix(".o")))
         compiles.append([toolchain.path, *toolchain.flags, *unit.all_flags, "-c", "-o", objects[-1],
                          "-x", "c", str(c_file)])
-    for unit, (returncode, stderr) in zip(units, _run_all(compiles)):
-        if returncode != 0:
-            return unit, stderr
+    for unit, obj, (returncode, stderr) in zip(units, objects, _run_all(compiles)):
+        if returncode != 0 or not _written(Path(obj)):
+            return BuildFailure(unit, returncode, stderr)
     openmp = OPENMP_LINK_FLAGS if any(u.uses_openmp for u in units) else ()
+    library = folder / "library.so"
     ((returncode, stderr),) = _run_all([[toolchain.path, *toolchain.flags, *openmp, "-shared",
-                                         "-o", str(folder / "library.so"), *objects, "-lm"]])
-    return None if returncode == 0 else (None, stderr)
+                                         "-o", str(library), *objects, "-lm"]])
+    return None if returncode == 0 and _written(library) else BuildFailure(None, returncode, stderr)
+
+
+def _written(output: Path) -> bool:
+    """Whether the compiler wrote `output`: a compiler that exits 0 may still have written nothing."""
+    try:
+        return output.stat().st_size > 0
+    except OSError:
+        return False
 
 
 PROBE = Unit("probe", "int nupp_probe(void) { return 0; }\n")
@@ -200,7 +223,8 @@ OPENMP_PROBE = Unit("openmp_probe", "void nupp_probe(int *p, int n)\n{\n"
 
 def _check_compiler_works(toolchain: Toolchain, folder: Path, units: Sequence[Unit]) -> None:
     """NuppEnvironmentError if the compiler cannot build even a trivial library with nupp's
-    flags, or, where `units` need OpenMP, a trivial OpenMP one (Clang needs libomp-dev)."""
+    flags, or, where `units` need OpenMP, a trivial OpenMP one (Clang needs libomp-dev).  Whether
+    the library loads is not asked: nupp build's cross compilers build libraries for other machines."""
     for probe in (PROBE, OPENMP_PROBE):
         if probe.uses_openmp and not any(u.uses_openmp for u in units):
             continue
@@ -208,20 +232,26 @@ def _check_compiler_works(toolchain: Toolchain, folder: Path, units: Sequence[Un
         failure = _build_in(folder / probe.name, (probe,), toolchain)
         if failure is None:
             continue
+        if failure.status == 0:
+            raise NuppEnvironmentError(
+                f"the C compiler '{toolchain.path}' exited 0 but wrote no {failure.output_kind} for a trivial "
+                f"shared library; {PICK_A_COMPILER}" + _quoted(failure.words))
         if probe.uses_openmp:
             raise NuppEnvironmentError(
                 f"the C compiler '{toolchain.path}' cannot build OpenMP code ({' '.join(OPENMP_FLAGS)}), which "
                 "lane C's threaded loops use: install its OpenMP runtime (Clang's is the Debian package "
                 "libomp-dev; GCC's libgomp comes with gcc), or use gcc (--cc gcc, or cc= of nupp.load)"
-                + _quoted(failure[1]))
+                + _quoted(failure.words))
         raise NuppEnvironmentError(
             f"the C compiler '{toolchain.path}' cannot build a shared library from C with nupp's flags "
-            f"({' '.join(toolchain.flags)}); {PICK_A_COMPILER}" + _quoted(failure[1]))
+            f"({' '.join(toolchain.flags)}); {PICK_A_COMPILER}" + _quoted(failure.words))
 
 
-def _nupp_bug(failure: tuple[Unit | None, str], units: Sequence[Unit], toolchain: Toolchain, folder: Path,
+def _nupp_bug(failure: BuildFailure, units: Sequence[Unit], toolchain: Toolchain, folder: Path,
               label: str) -> InternalError:
-    unit, stderr = failure
+    unit, stderr = failure.unit, failure.words
+    if failure.status == 0:
+        stderr = f"(it exited 0 but wrote no {failure.output_kind})\n{stderr}"
     if unit is None:
         return InternalError("native", f"{toolchain.name} could not link the library of {label}" + _quoted(stderr))
     kept = _keep_failed_source(unit.source, folder, label)

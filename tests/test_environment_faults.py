@@ -189,6 +189,31 @@ def test_compiler_that_cannot_build_anything(project, tmp_path, monkeypatch):
     assert "cannot build a shared library" in load_fault(project / "calc.nupp", mode="scalar", cc=str(broken))
 
 
+@pytest.mark.parametrize("writes", ["nothing", "an empty file"])
+def test_compiler_that_exits_0_without_output(project, tmp_path, monkeypatch, writes):
+    """Like /usr/bin/true: it "succeeds" and writes nothing, or an empty file.  The compiler is
+    at fault, not the cache folder (once blamed: nothing to install there)."""
+    body = "exit 0\n" if writes == "nothing" else \
+        'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\nexit 0\n'
+    silent = fake_compiler(tmp_path, body)
+    cache = tmp_path / "c"
+    proc = nupp_cli("run", "--aot", "on", "--cc", silent, project / "main.nupp", env={"NUPP_CACHE_DIR": str(cache)})
+    assert_environment_fault(proc, f"the C compiler '{silent}' exited 0 but wrote no object file",
+                             "name a working C compiler (--cc, or cc= of nupp.load)")
+    assert "cache folder" not in proc.stderr, proc.stderr
+    monkeypatch.setenv("NUPP_CACHE_DIR", str(cache))
+    assert "exited 0 but wrote no object file" in load_fault(project / "calc.nupp", mode="scalar", cc=str(silent))
+
+
+def test_compiler_that_links_nothing(project, tmp_path):
+    """Objects written, the library not: the link step is checked too."""
+    require_tool("gcc")
+    no_link = fake_compiler(tmp_path, 'case " $* " in *" -shared "*) exit 0 ;; esac\nexec gcc "$@"\n')
+    proc = nupp_cli("run", "--mode", "scalar", "--cc", no_link, project / "main.nupp",
+                    env={"NUPP_CACHE_DIR": str(tmp_path / "c")})
+    assert_environment_fault(proc, f"the C compiler '{no_link}' exited 0 but wrote no library")
+
+
 def test_compiler_failing_only_on_nupps_c_is_nupps_bug(project, tmp_path):
     """The probe builds, the module does not: the C is nupp's, so is the fault (exit 70, C kept)."""
     require_tool("gcc")
