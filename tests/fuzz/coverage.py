@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import fields, is_dataclass
 
 from nupp.frontend import ast
+from nupp.emit_c.lane_memory import block_place
 from nupp.emit_c.lane import SELECT_BUDGET, dead_after_loops, masked_tail, select_chain, select_cost
 from nupp.emit_spirv.admit import calls_in, device_refusal, kernel_reductions, split_kernel
 from nupp.errors import Source
@@ -73,6 +74,8 @@ SHAPES = (
     "local no inactive lane reads (no select)", "load after a store to its span in a gang",
     "masked tail", "masked tail that may break or raise",
     "masked for whose bounds load a span its body stores",
+    "struct moved as blocks", "struct with a 4-byte field in an 8-byte word moved as blocks",
+    "4-byte field stored into its 8-byte word", "gang's elements written whole without a load",
 )
 DEVICE = ("device kernel", "device kernel with a finish kernel", "device reduction", "device call",
           "device break out of the span loop")
@@ -351,7 +354,7 @@ def _lanes(module: ir.Module) -> set[str]:
         found.add("span loop run in gangs" if decision.rewritten else "span loop kept scalar")
     for fn in lanes_at(module, 16).functions:
         for gang in (s for s in statements(fn.body) if isinstance(s, ir.Gang)):
-            found |= _gang_shapes(gang)
+            found |= _gang_shapes(gang) | _block_shapes(module, fn, gang)
     for fn in lanes_at_tier(module, "v4").functions:
         if len({s.size for s in statements(fn.body) if isinstance(s, ir.Gang)}) > 1:
             found.add("span loops of different gangs in one function (the cost model's)")
@@ -391,6 +394,36 @@ def _gang_shapes(gang: ir.Gang) -> set[str]:
         nested = list(statements([s]))
         masked = masked or any(isinstance(x, ir.Break) for x in nested) \
             or any(raises(e) for x in nested for e in own_exprs(x))
+    return found
+
+
+def _block_shapes(module: ir.Module, fn: ir.Function, gang: ir.Gang) -> set[str]:
+    """How lane C moves the gang's elements of a struct of several fields
+    (emit_c/lane_memory.py): as blocks of words shuffled apart, a 4-byte field
+    in an 8-byte word among them, merged into its word when stored at the top
+    of the body (unmasked), or written whole, interleaved without a load, when
+    the body stores every field of a span it never loads once at its top."""
+    structs = {p.name: module.struct(p.type.struct) for p in fn.span_params()}
+    found = set()
+    accesses = [(x.span, x.field) for st in statements(gang.body) for e in own_exprs(st) for x in subexprs(e)
+                if isinstance(x, ir.Load)] + [(st.span, st.field) for st in statements(gang.body)
+                                              if isinstance(st, ir.Store)]
+    for span, name in accesses:
+        place = block_place(structs[span], name)
+        if place is not None:
+            found.add("struct moved as blocks")
+            found |= {"struct with a 4-byte field in an 8-byte word moved as blocks"} if place.halves else set()
+    top = [st for st in gang.body if isinstance(st, ir.Store)]
+    for st in top:
+        place = block_place(structs[st.span], st.field)
+        if place is not None and place.half is not None:
+            found.add("4-byte field stored into its 8-byte word")
+    for span in {st.span for st in top} - _loaded(e for x in statements(gang.body) for e in own_exprs(x)):
+        stored = sorted(st.field for st in statements(gang.body) if isinstance(st, ir.Store) and st.span == span)
+        place = block_place(structs[span], stored[0])
+        if place is not None and not place.halves and stored == sorted(n for n, _ in structs[span].fields) \
+                and len(stored) == len([st for st in top if st.span == span]):
+            found.add("gang's elements written whole without a load")
     return found
 
 

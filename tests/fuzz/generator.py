@@ -114,6 +114,7 @@ class SpanLoop:
     spans: dict[str, str]          # span parameter -> struct, indexable with the counter
     writable: str                  # the WriteSpan parameter
     elements: dict[str, str] = field(default_factory=dict)  # element reference -> span
+    unread: frozenset = frozenset()  # spans the loop only stores to
 
 
 class Writer:
@@ -198,6 +199,8 @@ class Writer:
         """`s[i].f` and `e.f` of every field loading at `width`."""
         out = []
         for span, struct in self.loop.spans.items():
+            if span in self.loop.unread:
+                continue
             refs = [e for e, s in self.loop.elements.items() if s == span]
             for fname, ftype in STRUCTS[struct]:
                 if FIELD_WIDTH[ftype] == width:
@@ -854,7 +857,10 @@ class Writer:
         for scope in self.scopes:
             for name in hidden:
                 scope.pop(name, None)
-        self.loop = SpanLoop(counter, spans, "out")
+        # now and then every field of `out` stored once and none read: lane C may
+        # write the gang's elements whole (lane_memory.whole_element_stores)
+        whole = self.chance(0.3)
+        self.loop = SpanLoop(counter, spans, "out", unread=frozenset({"out"} if whole else ()))
         self.loops += 1
         self.scopes.append({})
         try:
@@ -865,8 +871,13 @@ class Writer:
                     self.loop.elements[ref] = span
                     body.append(Line("local", f"local {ref} = {span}[{counter}]"))
             body += self.block_here(self.rng.randint(2, 6), 2)
-            for _ in range(self.rng.randint(1, 3)):
-                body += self.store()
+            if whole:
+                fields = [f for f, _ in STRUCTS[spans["out"]]]
+                for fname in self.rng.sample(fields, len(fields)):
+                    body += self.store(fname=fname)
+            else:
+                for _ in range(self.rng.randint(1, 3)):
+                    body += self.store()
             for name, width, op in reductions:
                 value = self.expr(width, 2)
                 if op in ("min", "max"):

@@ -309,8 +309,12 @@ STRUCTS["R"] = (("r1", "int32"), ("r2", "uint32"), ("r3", "float"), ("r4", "int3
 STRUCTS["P"] = (("b1", "int8"), ("x", "number"), ("h", "uint16"), ("f", "float"), ("q", "int64"), ("c", "uint8"))
 STRUCTS["W"] = (("w", "int16"), ("d", "double"), ("g", "float"), ("z", "uint64"))
 STRUCTS["E"] = (("l", "int64"), ("m", "uint64"), ("n", "number"), ("o", "double"))
+# 4- and 8-byte fields: blocks of 8-byte words, a 4-byte field in either half of
+# one (B) or beside padding (H), which lane C merges into its word on a store
+STRUCTS["B"] = (("bx", "number"), ("bm", "float"), ("bk", "int32"), ("bq", "int64"))
+STRUCTS["H"] = (("hd", "double"), ("hf", "float"))
 # (input, output) struct pairs a kernel's spans take
-LAYOUTS = (("In", "Out"), ("In", "Out"), ("Q", "R"), ("P", "W"), ("E", "E"))
+LAYOUTS = (("In", "Out"), ("In", "Out"), ("Q", "R"), ("P", "W"), ("E", "E"), ("H", "B"), ("B", "H"))
 
 HEADER = ["local span = nupp.mem.span", "local f32 = nupp.math.f32", "local nmath = nupp.math",
           "local mth = math", ""]
