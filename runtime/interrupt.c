@@ -17,12 +17,20 @@
    qemu 7.2), the handler writes the message and exits at once: what C stdio
    still buffers is lost, as at SIGINT's default action (a flush from the
    handler could write a buffer twice, its lock being the interrupted
-   thread's, or block on a full pipe with SIGINT masked). */
+   thread's, or block on a full pipe with SIGINT masked).
+
+   Disarming and a Ctrl-C agree through one atomic state (armed, interrupted,
+   disarmed), so every SIGINT is handled once, by one owner: one that the
+   handler takes while armed stops the program, and nu_interrupt_disarm then
+   never returns (the watcher is exiting; the caller's code after the run
+   must not race it); one that arrives later goes to the handling restored,
+   even if it reached this handler during the disarm (it is re-raised). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -31,7 +39,8 @@
 #define NU_FLUSH_WAIT_MS 300  /* how long a flush may wait for a stream another thread holds */
 
 static sem_t nu_interrupt_posted;
-static volatile sig_atomic_t nu_interrupts;  /* Ctrl-Cs since armed */
+enum { NU_DISARMED, NU_ARMED, NU_INTERRUPTED };
+static atomic_int nu_state;  /* lock-free (checked at arming): safe in a handler */
 static char nu_interrupt_message[256];
 static size_t nu_interrupt_length;
 static int nu_interrupt_status;
@@ -47,10 +56,17 @@ static void nu_interrupt_exit(void)
 
 static void nu_on_interrupt(int signo)
 {
-    (void)signo;
-    if (!nu_watching || nu_interrupts++ > 0)
+    int was = NU_ARMED;
+    if (atomic_compare_exchange_strong(&nu_state, &was, NU_INTERRUPTED)) {
+        if (!nu_watching)
+            nu_interrupt_exit();
+        sem_post(&nu_interrupt_posted);
+    } else if (was == NU_INTERRUPTED) {  /* a second Ctrl-C */
         nu_interrupt_exit();
-    sem_post(&nu_interrupt_posted);
+    } else {  /* after the disarm: the handling restored takes it, once this handler returns */
+        sigaction(signo, &nu_previous_action, NULL);
+        raise(signo);
+    }
 }
 
 static void *nu_flush_all(void *done)
@@ -110,6 +126,10 @@ static void *nu_watch(void *unused)
 int nu_interrupt_arm(const char *message, int status, int watch);
 int nu_interrupt_arm(const char *message, int status, int watch)
 {
+    if (!atomic_is_lock_free(&nu_state)) {
+        errno = ENOTSUP;
+        return -1;
+    }
     if (watch && !nu_watching) {
         pthread_t watcher;
         pthread_attr_t attributes;
@@ -128,7 +148,7 @@ int nu_interrupt_arm(const char *message, int status, int watch)
                                                                          : sizeof nu_interrupt_message - 1;
     memcpy(nu_interrupt_message, message, nu_interrupt_length);
     nu_interrupt_status = status;
-    nu_interrupts = 0;
+    atomic_store(&nu_state, NU_ARMED);
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = nu_on_interrupt;
@@ -137,9 +157,14 @@ int nu_interrupt_arm(const char *message, int status, int watch)
     return sigaction(SIGINT, &action, &nu_previous_action);
 }
 
-/* SIGINT's handling as it was before nu_interrupt_arm. */
+/* SIGINT's handling as it was before nu_interrupt_arm; or, if a Ctrl-C was
+   taken meanwhile, no return: the watcher is flushing and will exit. */
 void nu_interrupt_disarm(void);
 void nu_interrupt_disarm(void)
 {
+    int was = NU_ARMED;
+    if (!atomic_compare_exchange_strong(&nu_state, &was, NU_DISARMED) && was == NU_INTERRUPTED)
+        for (;;)
+            pause();  /* a second Ctrl-C still exits at once, from the handler */
     sigaction(SIGINT, &nu_previous_action, NULL);
 }

@@ -9,6 +9,14 @@ around the program's run, and then hands SIGINT back as it was: a program
 loaded through the Python API leaves the user's process's signal handling
 alone.  Without a C compiler, SIGINT's default action stops the program
 instead (no message, unflushed output lost; the status a shell shows is 130).
+
+The contract at the run's end: every Ctrl-C during `nupp run` ends it with
+status 130 and "nupp: interrupted", whoever takes it.  One that interrupt.c's
+handler takes while armed stops the process, and the disarm at the run's end
+then never returns (the watcher is flushing and exiting: nothing after the
+run races it, and no run reports success after it).  One that comes after the
+disarm goes to the handling restored (Python's: KeyboardInterrupt, which the
+command line turns into the same message and status, no traceback).
 """
 
 from __future__ import annotations

@@ -216,6 +216,31 @@ def test_the_cli_in_process_gives_sigint_back(programs):
     assert proc.stdout.endswith("KeyboardInterrupt\n"), (proc.stdout, proc.stderr)
 
 
+DISARM_AFTER_A_CTRL_C = """
+import ctypes, os, signal, sys, time
+from nupp.runtime.interrupt import _library
+interrupt, libc = _library("gcc"), ctypes.CDLL(None)
+stdout = ctypes.c_void_p.in_dll(libc, "stdout")
+assert interrupt.nu_interrupt_arm(b"nupp: interrupted\\n", 130, 1) == 0
+libc.flockfile(stdout)  # the watcher's flush waits for it (2 x 300 ms): the disarm comes first
+os.kill(os.getpid(), signal.SIGINT)
+interrupt.nu_interrupt_disarm()
+os.write(2, b"disarm returned\\n")
+libc.funlockfile(stdout)
+time.sleep(3)
+"""
+
+
+def test_a_ctrl_c_taken_before_the_disarm_stops_the_run():
+    """The handler took the Ctrl-C; the watcher is still flushing when the run ends and the CLI
+    disarms.  The disarm must not return (the CLI would go on, report success, while the watcher
+    exits 130 under it): the process ends 130 with the message, as if the run had gone on."""
+    require_tool("gcc")
+    proc = subprocess.run([sys.executable, "-c", DISARM_AFTER_A_CTRL_C], capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "nupp: interrupted\n"), (proc.returncode, proc.stderr)
+
+
 def test_nupp_run_with_a_compiler_for_another_machine_still_runs_a_plain_program(tmp_path):
     """interrupt.c built by --cc's cross compiler cannot be loaded here: Ctrl-C then takes
     SIGINT's default action, and the program runs (it stopped with an internal error)."""
