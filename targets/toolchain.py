@@ -198,16 +198,16 @@ def _build_in(folder: Path, units: Sequence[Unit], toolchain: Toolchain) -> Buil
         compiles.append([toolchain.path, *toolchain.flags, *unit.all_flags, "-c", "-o", objects[-1],
                          "-x", "c", str(c_file)])
     for unit, obj, (returncode, stderr) in zip(units, objects, _run_all(compiles)):
-        if returncode != 0 or not _written(Path(obj)):
+        if returncode != 0 or not wrote_output(Path(obj)):
             return BuildFailure(unit, returncode, stderr)
     openmp = OPENMP_LINK_FLAGS if any(u.uses_openmp for u in units) else ()
     library = folder / "library.so"
     ((returncode, stderr),) = _run_all([[toolchain.path, *toolchain.flags, *openmp, "-shared",
                                          "-o", str(library), *objects, "-lm"]])
-    return None if returncode == 0 and _written(library) else BuildFailure(None, returncode, stderr)
+    return None if returncode == 0 and wrote_output(library) else BuildFailure(None, returncode, stderr)
 
 
-def _written(output: Path) -> bool:
+def wrote_output(output: Path) -> bool:
     """Whether the compiler wrote `output`: a compiler that exits 0 may still have written nothing."""
     try:
         return output.stat().st_size > 0

@@ -205,6 +205,16 @@ def test_compiler_that_exits_0_without_output(project, tmp_path, monkeypatch, wr
     assert "exited 0 but wrote no object file" in load_fault(project / "calc.nupp", mode="scalar", cc=str(silent))
 
 
+def test_nupp_build_with_a_compiler_that_exits_0_without_output(project, tmp_path):
+    """The launcher (built even with --aot off) is checked too: a tree without it was reported written."""
+    silent = fake_compiler(tmp_path, "exit 0\n")
+    (project / "nupp.toml").write_text('[project]\nname = "calc"\nmain = "main.nupp"\n')
+    for aot in ("on", "off"):
+        proc = nupp_cli("build", "--aot", aot, "--cc", silent, project, "--out", tmp_path / f"out-{aot}",
+                        env={"NUPP_CACHE_DIR": str(tmp_path / "c")})
+        assert_environment_fault(proc, f"the C compiler '{silent}' exited 0 but wrote no")
+
+
 def test_compiler_that_links_nothing(project, tmp_path):
     """Objects written, the library not: the link step is checked too."""
     require_tool("gcc")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nupp.paths import NuppEnvironmentError
-from nupp.targets.toolchain import find_toolchain
+from nupp.targets.toolchain import PICK_A_COMPILER, find_toolchain, wrote_output
 from nupp.version import __version__
 
 LUAJIT_INCLUDE = Path("/usr/include/luajit-2.1")
@@ -81,3 +81,6 @@ class Launcher:
         if done.returncode != 0:
             raise NuppEnvironmentError(f"{' '.join(self.compile_command)} could not build the launcher "
                                        f"(is {LUAJIT_PACKAGE} installed for this machine?):\n{done.stderr.strip()}")
+        if not wrote_output(out):
+            raise NuppEnvironmentError(f"the C compiler '{command[0]}' exited 0 but wrote no launcher; "
+                                       f"{PICK_A_COMPILER}")
