@@ -137,6 +137,56 @@ local function down(n)
     return 1 + v
 end
 print(down(1))"""),
+    # Mixed: each coroutine level recurses through a C function too, each on a
+    # Lua stack of its own, so only a bound on the C stack used ends them
+    # (string.gsub's took ~10 MB a coroutine: a segmentation fault after ~25).
+    "coroutine_gsub": ("""
+local function down(n)
+    if n % 1000 == 0 then return coroutine.wrap(down)(STEP(n) + 1) end --R
+    return (string.gsub("a", "a", function() return down(STEP(n) + 1) end)) --R
+end
+print(down(1))"""),
+    "resume_gsub_tail": ("""
+local function down(n)
+    if n % 5000 == 0 then
+        local ok, v = coroutine.resume(coroutine.create(down), STEP(n) + 1) --R
+        if not ok then error(v, 0) end --R
+        return v
+    end
+    return string.gsub("a", "a", function() return (down(STEP(n) + 1)) end) --R
+end
+print(down(1))"""),
+    "coroutine_sort": ("""
+local function down(n)
+    if n % 300 == 0 then return coroutine.wrap(down)(STEP(n) + 1) end --R
+    local r
+    table.sort({2, 1}, function(a, b) r = down(STEP(n) + 1) return a < b end) --R
+    return r
+end
+print(down(1))"""),
+    "coroutine_tostring": ("""
+local t = setmetatable({}, {})
+getmetatable(t).__tostring = function(x)
+    local n = x[1]
+    if n % 1000 == 0 then return coroutine.wrap(tostring)(setmetatable({STEP(n) + 1}, getmetatable(x))) end --R
+    return tostring(setmetatable({STEP(n) + 1}, getmetatable(x))) .. "" --R
+end
+print(tostring(setmetatable({1}, getmetatable(t))))"""),
+    "coroutine_pcall": ("""
+local function down(n)
+    if n % 100 == 0 then return coroutine.wrap(down)(STEP(n) + 1) end --R
+    local ok, v = pcall(down, STEP(n) + 1) --R
+    if not ok then error(v, 0) end --R
+    return v
+end
+print(down(1))"""),
+    "wrap_index": ("""
+local t = setmetatable({}, {})
+getmetatable(t).__index = function(self, n)
+    if n % 1000 == 0 then return coroutine.wrap(function() return self[STEP(n) + 1] end)() end --R
+    return (string.gsub("a", "a", function() return self[STEP(n) + 1] end)) --R
+end
+print(t[1])"""),
 }
 
 AOT_STEP = """
@@ -191,6 +241,24 @@ def test_recursion_through_c_ends_in_a_stack_overflow(tmp_path, shape, jit, aot)
     # a line of the recursion (or the main line starting it, when tail calls left no frame of it)
     recursion_lines = {i + 1 for i, t in enumerate(lines) if "--R" in t} | {len(lines)}
     assert line in recursion_lines, (line, text)
+
+
+def test_a_built_program_ends_mixed_recursion_in_a_stack_overflow(tmp_path):
+    """`nupp build`'s launcher runs Lua on its main thread (a 112 MB stack): the
+    C stack guard of coroutines.lua holds there too (it crashed without it)."""
+    from .test_build import require_luajit_library
+
+    require_luajit_library()
+    project = tmp_path / "deep"
+    project.mkdir()
+    (project / "nupp.toml").write_text('[project]\nname = "deep"\nmain = "main.nupp"\n')
+    (project / "main.nupp").write_text(program("coroutine_gsub", jit=True, aot=False))
+    built = subprocess.run(NUPP + ["build", str(project), "--out", str(tmp_path / "tree")],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    done = subprocess.run([str(tmp_path / "tree" / "bin" / "deep")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    assert "stack overflow" in done.stderr.splitlines()[0], done.stderr[-2000:]
 
 
 COROUTINES = """

@@ -4,10 +4,19 @@
 -- function) runs it on the resumer's C stack, some 80 bytes deeper, and on a
 -- Lua stack of its own, so LuaJIT's stack limit never fires for a recursion
 -- through coroutines: it ran until the C stack ended (a segmentation fault).
--- This bounds how deep resumes nest, as Lua 5.1 does ("C stack overflow" at
--- 200 C levels); a resume past the bound raises LuaJIT's "stack overflow" at
--- its caller.  Called by prelude.lua: replaces the two globals.
-local create, resume, wrap = coroutine.create, coroutine.resume, coroutine.wrap
+-- Worse, each coroutine may recurse through C functions that call back into
+-- Lua (string.gsub with a function: ~10 KB of C stack a level) until its own
+-- Lua stack is full, up to ~112 MB of C stack each: alternating the two
+-- crashed the 256 MB stack of runtime/deep_stack.py after a few coroutines.
+-- So a resume is refused with LuaJIT's "stack overflow", at its caller, when
+-- the C stack left is less than what one more coroutine may take (C_RESERVE),
+-- or when resumes nest MAX_NESTED deep (Lua 5.1 stops at 200 C levels).
+-- The C stack itself is measured, not counted: LuaJIT counts no nested C
+-- calls (only Lua stack slots), and no count of resumes can see how far each
+-- coroutine recursed through C in between; a resume is the one place where a
+-- recursion leaves the limit LuaJIT enforces.
+-- Called by prelude.lua: replaces the two globals.
+local create, resume, wrap, running = coroutine.create, coroutine.resume, coroutine.wrap, coroutine.running
 local error, type = error, type
 
 -- Far beyond what generators nest (Lua 5.1 stops at 200), 1 MB of C stack,
@@ -17,8 +26,102 @@ local error, type = error, type
 local MAX_NESTED = 10000
 local nested = 0 -- resumes in progress
 
+-- The C stack one coroutine may take before its Lua stack overflows: 112 MB
+-- measured for string.gsub tail-calling itself through its function argument
+-- (about 6 Lua slots a level, of LuaJIT's 65500), the worst found; 51 MB for
+-- gsub through a non-tail call, under 5 MB for table.sort, tostring, load.
+-- On a stack under twice that (a built program's 112 MB), half of it.
+local C_RESERVE = 120 * 2 ^ 20
+
+-- Where the running thread is on its C stack, read where LuaJIT keeps it:
+-- lua_State.cframe, its innermost C frame (set at each entry into the VM from
+-- C, so within one C function's frame of the stack pointer).  Layout of
+-- LuaJIT 2.1 with 64-bit GC references (lj_obj.h), checked against live
+-- states before it is trusted; nil where it does not match (another LuaJIT):
+-- then only MAX_NESTED bounds resumes.  The address is read as a double, one
+-- FFI read (half the cost of two words): a user-space address is a positive
+-- double, and doubles of one sign order as their bits do.
+local function c_stack_position_reader(ffi)
+    local cast, tonumber, tostring = ffi.cast, tonumber, tostring
+    local WORD, DOUBLE = ffi.typeof("const uint64_t *"), ffi.typeof("const double *")
+    local GLREF, BASE, TOP, MAXSTACK, STACK, CFRAME = 2, 4, 5, 6, 7, 10 -- 64-bit words
+    local STATE_BYTES = 96 -- the main lua_State sits just before global_State in GG_State
+    local function state_address(thread) return tonumber(tostring(thread):match("0x(%x+)"), 16) end
+    local function plausible(at) -- a lua_State: stack <= base <= top <= maxstack, a live cframe when running
+        local w = cast(WORD, at)
+        local stack, base, top, max = w[STACK], w[BASE], w[TOP], w[MAXSTACK]
+        return stack ~= 0 and stack <= base and base <= top and top <= max
+    end
+    local probe = state_address(create(function() end))
+    if not plausible(probe) then return nil end
+    local glref = cast(WORD, probe)[GLREF]
+    local main = tonumber(glref) - STATE_BYTES
+    if cast(WORD, main)[GLREF] ~= glref or not plausible(main) or cast(WORD, main)[CFRAME] == 0 then
+        return nil
+    end
+    main = cast(DOUBLE, main)
+    local states = setmetatable({}, { __mode = "k" }) -- thread -> its lua_State, as doubles
+    return function()
+        local thread = running()
+        if thread == nil then return main[CFRAME] end
+        local state = states[thread]
+        if state == nil then
+            state = cast(DOUBLE, state_address(thread))
+            states[thread] = state
+        end
+        return state[CFRAME]
+    end
+end
+
+-- May the running thread resume another?  Not when the C stack left below it
+-- is under C_RESERVE (bounds of the OS thread's stack queried again when the
+-- position leaves them: Python runs each call on a thread of its own).  The
+-- outermost resume needs no look on a stack of two reserves: the main thread's
+-- own recursion is bounded by its Lua stack, as a coroutine's is.
+local function c_stack_guard()
+    local ok, ffi = pcall(require, "ffi")
+    if not ok or not ffi.abi("64bit") or not pcall(ffi.cdef, [[
+        unsigned long pthread_self(void);
+        int pthread_getattr_np(unsigned long thread, void *attr);
+        int pthread_attr_getstack(const void *attr, void **address, size_t *size);
+        int pthread_attr_destroy(void *attr);
+    ]]) then
+        return nil
+    end
+    local position = c_stack_position_reader(ffi)
+    if position == nil then return nil end
+    local C = ffi.C
+    local attr, base, size = ffi.new("char[256]"), ffi.new("void *[1]"), ffi.new("size_t[1]")
+    local bits = ffi.new("union { uint64_t address; double ordered; }")
+    local function ordered(address) bits.address = address; return bits.ordered end
+    local low, high, floor, roomy = 1, 0, 0, false -- as ordered doubles; none yet
+    local function locate() -- this OS thread's stack; false if unknown
+        if C.pthread_getattr_np(C.pthread_self(), attr) ~= 0 then return false end
+        local got = C.pthread_attr_getstack(attr, base, size)
+        C.pthread_attr_destroy(attr)
+        if got ~= 0 then return false end
+        local bottom, bytes = ffi.cast("uint64_t", base[0]), size[0]
+        low, high = ordered(bottom), ordered(bottom + bytes)
+        floor = ordered(bottom + math.min(C_RESERVE, tonumber(bytes) / 2))
+        roomy = bytes >= 2 * C_RESERVE
+        return true
+    end
+    return function(outermost)
+        if outermost and roomy then return true end
+        local here = position()
+        if here < low or here >= high then
+            if not locate() or here < low or here >= high then return true end -- unknown: unguarded
+        end
+        return here >= floor
+    end
+end
+
+local c_stack_allows_resume = c_stack_guard() or function() return true end
+
 local function enter()
-    if nested >= MAX_NESTED then error("stack overflow", 3) end -- at the resume's caller
+    if nested >= MAX_NESTED or not c_stack_allows_resume(nested == 0) then
+        error("stack overflow", 3) -- at the resume's caller
+    end
     nested = nested + 1
 end
 
