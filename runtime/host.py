@@ -23,6 +23,7 @@ from nupp.errors import Source, source_bytes
 from nupp.runtime.deep_stack import on_deep_stack
 from nupp.runtime.module_cache import ModuleCache
 from nupp.runtime.threads import ThreadSetting, thread_setting
+from nupp.targets.toolchain import unloadable
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 MODULE_EXTENSIONS = (".nupp", ".lua")
@@ -122,6 +123,7 @@ class Host:
         self.internals.native.more_executions = self._more_executions
         self._device_kernels: dict = {}  # device symbol -> (DeviceKernel, status offset, runner)
         self.internals.native.run_device = self._run_device
+        self.internals.native.refused = self._refused
         self.threads = threads or thread_setting()
         self.internals.native.threads = self.threads.count
         self.internals.native.thread_min = self.threads.min_iterations
@@ -229,6 +231,13 @@ class Host:
         except Exception as err:  # noqa: BLE001 - becomes the call's Lua error, with its text
             return -1, f"the SPIR-V device ({runner.execution_name}) failed running {kernel.function}: {err}"
         return status + offset if status else 0
+
+    # ---- native.lua's loader
+    def _refused(self, library: str, why: str):
+        """native.lua's loader refused `library` (`why`): the compiler's fault, raised (from a
+        chunk once Lua unwinds; lupa re-raises it where Python called Lua: Host._cpu_tier)."""
+        self.module_error = unloadable(Path(library), why)
+        raise self.module_error
 
     # ---- nupp.executions
     def _more_executions(self, hex_library: str):

@@ -33,7 +33,9 @@ fails when the compiler exits non-zero or when it exits 0 without writing its
 output (`--cc /usr/bin/true`).  Then a probe tells whose fault it is: if the
 compiler cannot build a trivial library either, the compiler or the machine
 is broken (NuppEnvironmentError, naming the fix); otherwise it is nupp's bug,
-and the failing unit's C is kept and its path reported (InternalError).
+and the failing unit's C is kept and its path reported (InternalError).  A library
+the loader then refuses (the compiler exited 0 having written something else) is
+the compiler's fault too (`unloadable`, which the host asks where LuaJIT loads it).
 """
 
 from __future__ import annotations
@@ -159,6 +161,20 @@ def build_units(units: Sequence[Unit], toolchain: Toolchain, label: str = "modul
 def is_intact(library: Path) -> bool:
     """Whether a library the cache built is still as built, a private file of this user's (else it is rebuilt)."""
     return _intact(library, library.with_suffix(".json"))
+
+
+def unloadable(library: Path, why: str) -> NuppEnvironmentError:
+    """The fault of a library the cache built that this machine's loader refused (`why`, the
+    loader's words): its compiler's, which exited 0 having written something else (or is a cross
+    compiler).  The library leaves the cache, so that a compiler mended in place rebuilds it."""
+    manifest = library.with_suffix(".json")
+    try:
+        compiler = f"the C compiler '{json.loads(manifest.read_text())['cc']}'"
+    except (OSError, ValueError, KeyError, TypeError):
+        compiler = "the C compiler"  # its manifest gone: another process refused the library too
+    for path in (manifest, library):
+        path.unlink(missing_ok=True)
+    return NuppEnvironmentError(f"{compiler} wrote a library nupp cannot load ({why}); {PICK_A_COMPILER}")
 
 
 def _intact(library: Path, manifest: Path) -> bool:

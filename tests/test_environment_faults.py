@@ -5,7 +5,8 @@
   * The C compiler is not on PATH (gcc by default, `--cc clang` without
     clang), is not executable, or cannot build even a trivial library.  A
     compiler that builds a trivial library but fails on nupp's C is nupp's
-    bug (exit 70, the C kept), told apart by that probe.
+    bug (exit 70, the C kept), told apart by that probe.  One that exits 0 having
+    written a library the loader refuses is the compiler's fault too.
   * `--cc g++` / `--cc clang++` (C++ drivers) compile nupp's C as C and run.
   * `nupp emit` into a full device (/dev/full) or a pipe nobody reads.
 
@@ -222,6 +223,29 @@ def test_compiler_that_links_nothing(project, tmp_path):
     proc = nupp_cli("run", "--mode", "scalar", "--cc", no_link, project / "main.nupp",
                     env={"NUPP_CACHE_DIR": str(tmp_path / "c")})
     assert_environment_fault(proc, f"the C compiler '{no_link}' exited 0 but wrote no library")
+
+
+@pytest.mark.parametrize("mode", ["scalar", "lane"])
+def test_compiler_that_writes_a_library_nupp_cannot_load(project, tmp_path, monkeypatch, mode):
+    """It exits 0 having written garbage: LuaJIT's loader refuses the library (lane mode: the
+    CPU's tier dispatcher first).  The compiler is at fault, not nupp (it was exit 70), nor the
+    program (scalar mode: exit 1 at native.lua's line).  The refused library leaves the cache: the
+    same compiler mended in place (the same --version, so the same cache key) then builds anew."""
+    require_tool("gcc")
+    version = 'case "$1" in --version) echo "fake-cc 1"; exit 0 ;; esac\n'
+    garbage = fake_compiler(tmp_path, version + 'while [ $# -gt 0 ]; do [ "$1" = -o ] && echo garbage > "$2"; '
+                                                'shift; done\n')
+    cache = tmp_path / "c"
+    proc = nupp_cli("run", "--mode", mode, "--cc", garbage, project / "main.nupp", env={"NUPP_CACHE_DIR": str(cache)})
+    assert_environment_fault(proc, f"the C compiler '{garbage}' wrote a library nupp cannot load (",
+                             "file too short); install gcc or clang, or name a working C compiler (--cc, or cc= "
+                             "of nupp.load)")
+    assert str(cache) in proc.stderr, proc.stderr  # the library refused, by its path
+    monkeypatch.setenv("NUPP_CACHE_DIR", str(cache))
+    assert "wrote a library nupp cannot load" in load_fault(project / "calc.nupp", mode=mode, cc=str(garbage))
+    fake_compiler(tmp_path, version + 'exec gcc "$@"\n')
+    proc = nupp_cli("run", "--mode", mode, "--cc", garbage, project / "main.nupp", env={"NUPP_CACHE_DIR": str(cache)})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "42\n", ""), mode
 
 
 def test_compiler_failing_only_on_nupps_c_is_nupps_bug(project, tmp_path):

@@ -33,8 +33,18 @@ local function declare(cdef)
     end
 end
 
+-- native.refused(path, why): set by the host (runtime/host.py), which raises
+-- the fault of a library the loader refused (`why`, its words): the C
+-- compiler's, not the program's.  A built program has none: the loader's words.
 local function library(path)
-    libraries[path] = libraries[path] or ffi.load(path)
+    if libraries[path] == nil then
+        local ok, lib = pcall(ffi.load, path)
+        if not ok then
+            if native.refused then native.refused(path, lib) end
+            error(lib, 2)
+        end
+        libraries[path] = lib
+    end
     return libraries[path]
 end
 
