@@ -250,3 +250,64 @@ def test_nupp_run_with_a_compiler_for_another_machine_still_runs_a_plain_program
                            str(tmp_path / "hi.nupp")], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, NUPP_CACHE_DIR=str(tmp_path / "cache")))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "hi\n", "")
+
+
+# ---- Ctrl-C at start-up and at exit ----------------------------------------------------------
+
+# From the first moment to the imports' end and past main's return: nupp/__main__.py's window.
+EARLY_DELAYS = tuple(round(0.02 + 0.03 * k, 2) for k in range(14))  # 0.02 .. 0.41 s
+
+
+PYTHON_START_UP = ("Fatal Python error: init_import_site", "Fatal Python error: init_sys_streams")
+
+
+def entry_points() -> dict[str, list[str]]:
+    """The console script the venv installed (pyproject.toml's [project.scripts]) and `python -m nupp`."""
+    return {"nupp": [str(Path(sys.executable).parent / "nupp")], "python -m nupp": [sys.executable, "-m", "nupp"]}
+
+
+def interrupted_after(command: list[str], delay: float) -> tuple[int | None, str, str]:
+    """Start `command`, send SIGINT `delay` seconds later (unless it has exited): status, stdout, stderr."""
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(delay)
+        child.send_signal(signal.SIGINT)  # Popen does not signal a child it has seen exit
+        out, err = child.communicate(timeout=20)  # a SIGINT lost (swallowed at an import): it spins on
+        return child.returncode, out.decode(), err.decode()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def assert_interrupted_cleanly(status: int, err: str, what: str) -> None:
+    """130 and the message; or, in the interpreter's own start-up, before any of nupp runs, what
+    Python does there: SIGINT's default action before it has a handler (killed, silent: a shell
+    reports 130), or its fatal error importing `site` (the venv's .pth files)."""
+    if err.startswith(PYTHON_START_UP):
+        assert status == 1 and f"{os.sep}nupp{os.sep}" not in err, (what, status, err)  # no frame of nupp's
+        return
+    assert "Traceback" not in err and "Exception ignored" not in err, (what, err)
+    assert (status, err) in ((130, "nupp: interrupted\n"), (-signal.SIGINT, "")), (what, status, err)
+
+
+@pytest.mark.parametrize("entry", ["nupp", "python -m nupp"])
+def test_ctrl_c_at_any_moment_of_start_up(programs, entry):
+    """A SIGINT during the imports (before cli.main's own handler) printed a KeyboardInterrupt traceback."""
+    command = entry_points()[entry]
+    if not Path(command[0]).is_file():
+        pytest.skip(f"no console script at {command[0]}")
+    for delay in EARLY_DELAYS:
+        status, _, err = interrupted_after([*command, "run", "--aot", "off", str(programs / "jit_loop.nupp")], delay)
+        assert_interrupted_cleanly(status, err, f"{entry}, SIGINT after {delay} s")
+
+
+def test_ctrl_c_at_any_moment_of_a_short_run(programs):
+    """A run that ends: the SIGINT lands at start-up, in the run, after cli.main returned (Python's
+    shutdown), or never: it ended normally.  Never a traceback."""
+    (programs / "short.nupp").write_text('print("done")\n')
+    for delay in EARLY_DELAYS + tuple(0.45 + 0.05 * k for k in range(12)):
+        status, out, err = interrupted_after([*entry_points()["nupp"], "run", "--aot", "off",
+                                              str(programs / "short.nupp")], delay)
+        if (status, out, err) != (0, "done\n", ""):
+            assert_interrupted_cleanly(status, err, f"SIGINT after {delay} s")
