@@ -243,6 +243,16 @@ def test_recursion_through_c_ends_in_a_stack_overflow(tmp_path, shape, jit, aot)
     assert line in recursion_lines, (line, text)
 
 
+def test_the_guard_finds_threads_whose_tostring_is_changed(tmp_path):
+    """coroutines.lua finds a coroutine's lua_State by its address (%p), not by
+    tostring, which a __tostring given to every thread would hide (a crash)."""
+    text = 'debug.setmetatable(coroutine.create(print), {__tostring = function() return "t" end})\n'
+    text += program("coroutine_gsub", jit=True, aot=False).replace("print(down(1))", "print(pcall(down, 1))")
+    (tmp_path / "deep.nupp").write_text(text)
+    done = subprocess.run(NUPP + ["run", "deep.nupp"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "false\tstack overflow\n"), done.stderr[-2000:]
+
+
 def test_a_built_program_ends_mixed_recursion_in_a_stack_overflow(tmp_path):
     """`nupp build`'s launcher runs Lua on its main thread (a 112 MB stack): the
     C stack guard of coroutines.lua holds there too (it crashed without it)."""

@@ -42,18 +42,21 @@ local C_RESERVE = 120 * 2 ^ 20
 -- FFI read (half the cost of two words): a user-space address is a positive
 -- double, and doubles of one sign order as their bits do.
 local function c_stack_position_reader(ffi)
-    local cast, tonumber, tostring = ffi.cast, tonumber, tostring
+    local cast, tonumber, format = ffi.cast, tonumber, string.format
     local WORD, DOUBLE = ffi.typeof("const uint64_t *"), ffi.typeof("const double *")
     local GLREF, BASE, TOP, MAXSTACK, STACK, CFRAME = 2, 4, 5, 6, 7, 10 -- 64-bit words
     local STATE_BYTES = 96 -- the main lua_State sits just before global_State in GG_State
-    local function state_address(thread) return tonumber(tostring(thread):match("0x(%x+)"), 16) end
-    local function plausible(at) -- a lua_State: stack <= base <= top <= maxstack, a live cframe when running
+    local function state_address(thread) -- %p: the object's address, whatever __tostring says
+        local hex = format("%p", thread):match("^0x(%x+)$")
+        return hex and tonumber(hex, 16)
+    end
+    local function plausible(at) -- a lua_State: stack <= base <= top <= maxstack
         local w = cast(WORD, at)
         local stack, base, top, max = w[STACK], w[BASE], w[TOP], w[MAXSTACK]
         return stack ~= 0 and stack <= base and base <= top and top <= max
     end
     local probe = state_address(create(function() end))
-    if not plausible(probe) then return nil end
+    if probe == nil or not plausible(probe) then return nil end
     local glref = cast(WORD, probe)[GLREF]
     local main = tonumber(glref) - STATE_BYTES
     if cast(WORD, main)[GLREF] ~= glref or not plausible(main) or cast(WORD, main)[CFRAME] == 0 then
@@ -66,7 +69,9 @@ local function c_stack_position_reader(ffi)
         if thread == nil then return main[CFRAME] end
         local state = states[thread]
         if state == nil then
-            state = cast(DOUBLE, state_address(thread))
+            local address = state_address(thread)
+            if address == nil then return nil end
+            state = cast(DOUBLE, address)
             states[thread] = state
         end
         return state[CFRAME]
@@ -109,6 +114,7 @@ local function c_stack_guard()
     return function(outermost)
         if outermost and roomy then return true end
         local here = position()
+        if here == nil then return true end
         if here < low or here >= high then
             if not locate() or here < low or here >= high then return true end -- unknown: unguarded
         end
