@@ -9,7 +9,8 @@ stack per level (its luaL_Buffer) and about 11 Lua slots, so its recursion
 needs some 60 MB of C stack before LuaJIT's limit: on the main thread's
 8 MB it crashed the process.  Lua runs here on a thread with a 256 MB stack:
 address space reserved, not memory, until a recursion touches it.  Nested
-coroutines each have a Lua stack of their own: coroutines.lua bounds them.
+coroutines each have a Lua stack of their own: coroutines.lua bounds them by
+the C stack left: a resume needs one coroutine's worth of this stack free.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ table.sort's comparator, print/tostring/string.format through __tostring,
 metamethods reached from C) grow the C stack on every level as well as the
 Lua stack; string.gsub grew it so fast that the process crashed before
 LuaJIT's Lua stack limit fired (runtime/deep_stack.py).  Nested coroutines
-have a Lua stack each, so only a bound on their nesting ends them
-(runtime/lua/coroutines.lua).  Each shape runs as `nupp run` in a child
+have a Lua stack each, so only a bound on their nesting and on the C stack
+left at each resume ends them (runtime/lua/coroutines.lua), also where each
+coroutine recurses through C functions (the mixed shapes), and in a built
+program.  Each shape runs as `nupp run` in a child
 process (a crash must fail the test, not end it) under a timeout, interpreted
 and JIT-compiled, recursing directly and mutually, plain and calling an @aot
 function at every level under --aot on and off: exit status 1, `FILE:LINE:COL:
