@@ -44,6 +44,7 @@ static atomic_int nu_state;  /* lock-free (checked at arming): safe in a handler
 static char nu_interrupt_message[256];
 static size_t nu_interrupt_length;
 static int nu_interrupt_status;
+static int nu_left_ignored;  /* SIGINT was ignored when armed: it stays so (see nu_interrupt_arm) */
 static struct sigaction nu_previous_action;
 static int nu_watching;  /* the watcher thread and its semaphore exist */
 
@@ -130,6 +131,15 @@ int nu_interrupt_arm(const char *message, int status, int watch)
         errno = ENOTSUP;
         return -1;
     }
+    /* A SIGINT ignored by whoever started the program (a shell's background
+       job, nohup) stays ignored, as in every POSIX tool: Ctrl-C meant for the
+       foreground must not stop it. */
+    struct sigaction current;
+    if (sigaction(SIGINT, NULL, &current) != 0)
+        return -1;
+    nu_left_ignored = current.sa_handler == SIG_IGN;
+    if (nu_left_ignored)
+        return 0;
     if (watch && !nu_watching) {
         pthread_t watcher;
         pthread_attr_t attributes;
@@ -162,6 +172,8 @@ int nu_interrupt_arm(const char *message, int status, int watch)
 void nu_interrupt_disarm(void);
 void nu_interrupt_disarm(void)
 {
+    if (nu_left_ignored)
+        return;
     int was = NU_ARMED;
     if (!atomic_compare_exchange_strong(&nu_state, &was, NU_DISARMED) && was == NU_INTERRUPTED)
         for (;;)

@@ -9,6 +9,9 @@ around the program's run, and then hands SIGINT back as it was: a program
 loaded through the Python API leaves the user's process's signal handling
 alone.  Without a C compiler, SIGINT's default action stops the program
 instead (no message, unflushed output lost; the status a shell shows is 130).
+A SIGINT that was ignored when nupp started (a shell's background job, nohup)
+stays ignored, as in every POSIX tool (interrupt.c's arm says so for built
+programs too).
 
 The contract at the run's end: every Ctrl-C during `nupp run` ends it with
 status 130 and "nupp: interrupted", whoever takes it.  One that interrupt.c's
@@ -49,6 +52,9 @@ def _library(cc: str) -> ctypes.CDLL | None:
 @contextmanager
 def stops_on_interrupt(message: str, status: int, cc: str = "gcc"):
     """Within it, SIGINT ends the process: C stdio flushed, `message` on standard error, exit `status`."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # ignored by who started us: it stays so
+        yield
+        return
     library = _library(cc)
     armed = library is not None and library.nu_interrupt_arm(message.encode() + b"\n", status, 1) == 0
     previous = None if armed else signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -87,6 +87,9 @@ def write_programs(folder: Path) -> None:
     for name, text in PROGRAMS.items():
         (folder / f"{name}.nupp").write_text(text)
     (folder / "spin.nupp").write_text(SPIN_MODULE)
+    # runs for a second, then finishes: SIGINT ignored, it must
+    (folder / "ignores.nupp").write_text(f'print("{RUNNING}") io.stdout:flush()\nlocal t = os.clock()\n'
+                                         'while os.clock() - t < 1.0 do end\nprint("finished")\n')
     (folder / "cells.nupp").write_text(SPAN_MODULE)
     # a callback into Python: the first require compiles the module (a fresh cache: not cached)
     (folder / "callback.nupp").write_text(PRELUDE + 'local m = require("spin")\n' + SPIN_LOOP)
@@ -154,6 +157,26 @@ def test_ctrl_c_stops_nupp_run(programs, program, options, tmp_path):
                        capture_output=True, env=env, check=True)
     command = [sys.executable, "-m", "nupp", "run", str(programs / f"{program}.nupp"), *options]
     assert_stopped(interrupted(command, env), "nupp: interrupted")
+
+
+@pytest.mark.parametrize("options", [("--aot", "off"), ("--mode", "scalar")])
+def test_an_ignored_sigint_stays_ignored(programs, options):
+    """Started with SIGINT ignored (a shell's background job), the program runs to its end."""
+    require_tool("gcc")
+    script = programs / "ignores.nupp"
+    command = ["sh", "-c", 'trap "" INT; exec "$0" -m nupp run "$1" "$2" "$3"', sys.executable, str(script),
+               *options]
+    status, out, err, _ = interrupted(command)
+    assert (status, out, err) == (0, "finished\n", ""), (status, out, err)
+
+
+def test_a_built_program_started_with_sigint_ignored_runs_to_its_end(programs, tmp_path):
+    require_luajit_library()
+    (tmp_path / "nupp.toml").write_text('[project]\nname = "patient"\nmain = "main.nupp"\n')
+    (tmp_path / "main.nupp").write_text((programs / "ignores.nupp").read_text())
+    tree = built(tmp_path, tmp_path / "out")
+    status, out, err, _ = interrupted(["sh", "-c", 'trap "" INT; exec "$0"', str(tree / "bin" / "patient")])
+    assert (status, out, err) == (0, "finished\n", ""), (status, out, err)
 
 
 def test_ctrl_c_stops_a_program_blocked_writing_to_a_full_pipe(programs):
