@@ -187,6 +187,12 @@ def interleaved_samples(calls: dict[str, Callable[[], object]], repeats: int) ->
     return samples
 
 
+def interleaved_fastest(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """The fastest of each execution's interleaved_samples: what the machine does when nothing else
+    takes it (other load only adds time)."""
+    return {label: min(times) for label, times in interleaved_samples(calls, repeats).items()}
+
+
 def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
     """The median of each execution's interleaved_samples."""
     return {label: statistics.median(times) for label, times in interleaved_samples(calls, repeats).items()}
