@@ -255,22 +255,98 @@ def test_the_guard_finds_threads_whose_tostring_is_changed(tmp_path):
     assert (done.returncode, done.stdout) == (0, "false\tstack overflow\n"), done.stderr[-2000:]
 
 
-def test_a_built_program_ends_mixed_recursion_in_a_stack_overflow(tmp_path):
-    """`nupp build`'s launcher runs Lua on its main thread (a 112 MB stack): the
-    C stack guard of coroutines.lua holds there too (it crashed without it)."""
+def build_program(tmp_path: Path, text: str) -> Path:
+    """`text` as the main module of a project built by `nupp build`: its executable."""
     from .test_build import require_luajit_library
 
     require_luajit_library()
     project = tmp_path / "deep"
     project.mkdir()
     (project / "nupp.toml").write_text('[project]\nname = "deep"\nmain = "main.nupp"\n')
-    (project / "main.nupp").write_text(program("coroutine_gsub", jit=True, aot=False))
+    (project / "main.nupp").write_text(text)
     built = subprocess.run(NUPP + ["build", str(project), "--out", str(tmp_path / "tree")],
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr
-    done = subprocess.run([str(tmp_path / "tree" / "bin" / "deep")], capture_output=True, text=True, timeout=120)
+    return tmp_path / "tree" / "bin" / "deep"
+
+
+def run_built(tmp_path: Path, text: str, argv: list[str] | None = None, **options) -> subprocess.CompletedProcess:
+    """Run `text` as a built program in a child (a crash fails the test, not ends it),
+    started on the usual 8 MB stack limit whatever this process has, within a hard
+    limit that leaves the launcher room for its 256 MB."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    if hard != resource.RLIM_INFINITY and hard < 264 << 20:
+        pytest.skip("the hard stack limit leaves no room for 256 MB")
+    executable = build_program(tmp_path, text)
+    return subprocess.run(argv or [str(executable)], executable=executable, capture_output=True, text=True,
+                          timeout=120, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, hard)),
+                          **options)
+
+
+# string.gsub tail-calling itself through its function argument: the most C
+# stack one Lua stack's worth of recursion takes (~112 MB: coroutines.lua's C_RESERVE)
+GSUB_TAIL = 'local f; f = function(m) return string.gsub(m, "a", f) end\n'
+
+
+# Mixed: a coroutine runs that whole recursion, resumed from the main thread
+# deep in one of its own (on 112 MB the guard let it start, with 56 MB left).
+WRAP_GSUB_TAIL = GSUB_TAIL + """local function down(n)
+    if n == 3000 then return coroutine.wrap(f)("a") end
+    return string.gsub("a", "a", function() return (down(n + 1)) end)
+end
+print(down(1))
+"""
+BUILT = {"coroutine_gsub": program("coroutine_gsub", jit=True, aot=False),
+         "resume_gsub_tail": program("resume_gsub_tail", jit=True, aot=False),
+         "gsub_tail": GSUB_TAIL + 'print(f("a"))\n',
+         "wrap_gsub_tail": GSUB_TAIL + 'print(coroutine.wrap(f)("a"))\n',
+         "gsub_tail_wrap_gsub_tail": WRAP_GSUB_TAIL}
+
+
+@pytest.mark.parametrize("text", BUILT.values(), ids=BUILT.keys())
+def test_a_built_program_ends_recursion_through_c_in_a_stack_overflow(tmp_path, text):
+    """`nupp build`'s launcher gives Lua a C stack as deep as nupp run's (256 MB:
+    it re-executes itself under a raised stack limit), and the C stack guard of
+    coroutines.lua holds there too.  On the 112 MB the launcher once had, the
+    gsub tail calls crashed (SIGSEGV), as the mixed shape did without the guard."""
+    done = run_built(tmp_path, text)
     assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
     assert "stack overflow" in done.stderr.splitlines()[0], done.stderr[-2000:]
+
+
+def test_a_built_program_catches_the_overflow_of_gsub_tail_calls_as_nupp_run_does(tmp_path):
+    done = run_built(tmp_path, GSUB_TAIL + 'print(pcall(f, "a"))\n')
+    assert (done.returncode, done.stdout, done.stderr) == (0, "false\tstack overflow\n", "")
+
+
+# What a built program sees of its start: its arguments, its environment (as
+# the kernel has it), its stack limit; it appends a line to a file (a side effect).
+SEES = """
+local function read(path) local f = assert(io.open(path, "rb")) local s = f:read("*a") f:close() return s end
+local f = assert(io.open(arg[1], "a")) f:write("ran\\n") f:close()
+print(arg[0], #arg, unpack(arg))
+print(read("/proc/self/environ"))
+print(read("/proc/self/limits"):match("Max stack size%s+(%d+)"))
+os.exit(3)
+"""
+
+
+def test_a_built_program_executed_again_for_its_stack_keeps_its_arguments_and_environment(tmp_path):
+    """The launcher re-executes itself under a raised stack limit: the program
+    runs once, with argv[0], the arguments and the environment it was given,
+    its own exit status, and the stack limit that lays out 256 MB for Lua."""
+    log = tmp_path / "ran.log"
+    environment = {"PATH": "/usr/bin:/bin", "NUPP_SEEN": "a b\tc", "EMPTY": ""}
+    arguments = ["not-its-name", str(log), "two words", ""]
+    done = run_built(tmp_path, SEES, arguments, env=environment)
+    assert (done.returncode, done.stderr) == (3, ""), done.stderr
+    shown_arguments, shown_environment, stack_limit = done.stdout.split("\n")[:3]
+    assert shown_arguments == "\t".join([arguments[0], "3", *arguments[1:]])
+    assert shown_environment == "".join(f"{k}={v}\0" for k, v in environment.items())
+    assert int(stack_limit) >= 256 << 20
+    assert log.read_text() == "ran\n"
 
 
 COROUTINES = """

@@ -31,21 +31,36 @@ static const char BOOT[] = "@BOOT@";
 
 /* C functions that call back into Lua (string.gsub with a function, some 10 KB
    a level) grow the C stack faster than LuaJIT's own limit (its Lua stack)
-   fires: on the usual 8 MB the process crashed where `nupp run` (which runs
-   Lua on a 256 MB stack: runtime/deep_stack.py) reports "stack overflow".  The
-   main thread's stack grows up to the soft limit read at each fault, and the
-   kernel keeps at least 128 MB below it free of mappings: raise the limit to
-   STACK_BYTES, within the hard one. */
-#define STACK_BYTES (112L << 20)
+   fires: string.gsub tail-calling itself through its function takes some
+   112 MB, and runtime/lua/coroutines.lua lets each coroutine take that much.
+   `nupp run` runs Lua on a 256 MB stack (runtime/deep_stack.py); here Lua runs
+   on the main thread, whose stack grows up to the soft RLIMIT_STACK read at
+   each fault but only as far as the gap the kernel left below it at exec
+   time, sized by the limit then (128 MB at least).  So the launcher raises
+   the soft limit (within the hard one) and executes itself again, once, for
+   the kernel to lay out the deeper stack, with argv and the environment as
+   they were.  The raised limit is the only mark of that: the launcher executes
+   itself again only when its raise took, which after the exec it has (no
+   marker in the program's environment or arguments, and no loop).  Where the
+   exec fails, the program runs on what it has.  Under qemu-user, which
+   ignores a guest's setrlimit of the stack (and sizes the guest's stack from
+   its own limit at start), the raise does not take and nothing is executed
+   again: the stack is what the emulator gave.  Processes the program starts
+   inherit the raised limit. */
+#define STACK_BYTES ((256L + 8) << 20)  /* Lua's 256 MB, and room for argv, the environment and main's frames */
 
-static void deepen_stack(void)
+static void deepen_stack(char **argv)
 {
     struct rlimit limit;
     if (getrlimit(RLIMIT_STACK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= STACK_BYTES)
-        return;
-    limit.rlim_cur = limit.rlim_max == RLIM_INFINITY || limit.rlim_max > STACK_BYTES ? STACK_BYTES
-                                                                                     : limit.rlim_max;
-    setrlimit(RLIMIT_STACK, &limit);  /* if refused, the program runs on what it has */
+        return;  /* deep enough (unlimited: the kernel's legacy layout leaves the stack room to grow) */
+    rlim_t wanted = limit.rlim_max == RLIM_INFINITY || limit.rlim_max > STACK_BYTES ? STACK_BYTES : limit.rlim_max;
+    if (wanted <= limit.rlim_cur)
+        return;  /* at the hard limit already */
+    limit.rlim_cur = wanted;
+    if (setrlimit(RLIMIT_STACK, &limit) != 0 || getrlimit(RLIMIT_STACK, &limit) != 0 || limit.rlim_cur != wanted)
+        return;  /* refused, or ignored (qemu-user): run on what there is */
+    execv("/proc/self/exe", argv);  /* returns only if it failed: run on the raised limit, within the old gap */
 }
 
 /* The tree's root: this executable's real path without its last two
@@ -68,6 +83,7 @@ static int tree_root(char root[PATH_MAX], const char *argv0)
 
 int main(int argc, char **argv)
 {
+    deepen_stack(argv);  /* first: what runs before it may run twice */
     char root[PATH_MAX], boot[PATH_MAX + sizeof BOOT];
     if (tree_root(root, argv[0]) != 0) {
         fprintf(stderr, "%s: cannot find the folder it was installed in (/proc/self/exe: %s)\n",
@@ -75,7 +91,6 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(boot, sizeof boot, "%s/%s", root, BOOT);
-    deepen_stack();
     /* no watcher thread (runtime/interrupt.c: qemu-user): the handler flushes and exits */
     if (nu_interrupt_arm("@NAME@: interrupted\n", 130, 0) != 0)
         signal(SIGINT, SIG_DFL);
