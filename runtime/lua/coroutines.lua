@@ -30,7 +30,8 @@ local nested = 0 -- resumes in progress
 -- measured for string.gsub tail-calling itself through its function argument
 -- (about 6 Lua slots a level, of LuaJIT's 65500), the worst found; 51 MB for
 -- gsub through a non-tail call, under 5 MB for table.sort, tostring, load.
--- On a stack under twice that (a built program's 112 MB), half of it.
+-- On a stack under twice that, half of it (a built program's is 256 MB too: its
+-- launcher starts it again with the stack limit raised, runtime/project/launcher.c).
 local C_RESERVE = 120 * 2 ^ 20
 
 -- Where the running thread is on its C stack, read where LuaJIT keeps it:
