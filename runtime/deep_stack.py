@@ -67,4 +67,3 @@ def _wait(done: threading.Event) -> BaseException | None:
             return interrupt
         except KeyboardInterrupt as caught:
             interrupt = caught
-
