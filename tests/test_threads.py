@@ -159,12 +159,22 @@ def test_threads_under_clang_give_the_bits_of_scalar_c(name, reductions, every_l
 # A child process: the OS threads it has after a call of mandelbrot with each thread count given
 # (a new load each), the results' agreement, the libraries the loads bound, and the module cache's entries.
 COUNT_THREADS = """
-import json, os, sys
+import json, os, sys, time
 import numpy as np
 import nupp
 path, n, counts = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 def tasks():
-    return len(os.listdir("/proc/self/task"))
+    # the count once it holds for 50 ms: a thread a load ran its work on (nupp/deep_stack.py,
+    # runtime/deep_stack.py) has handed back its result but may not have left the list yet, and
+    # libgomp lets a shrunk team's surplus threads go after the region has returned
+    last = None
+    for _ in range(100):
+        now = len(os.listdir("/proc/self/task"))
+        if now == last:
+            break
+        last = now
+        time.sleep(0.05)
+    return now
 report = {"before": tasks(), "after": [], "same": True}
 first = None
 for count in counts:
