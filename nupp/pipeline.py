@@ -36,6 +36,7 @@ from nupp.scalar_ir import nodes as ir
 from nupp.scalar_ir.fold import fold_module
 from nupp.scalar_ir.lanes import GANG_SIZES, VECTOR_BITS
 from nupp.targets.backends import backend_named
+from nupp.targets.cross import require_compiler_for_host
 from nupp.targets.device import RUNNERS, Runner, runner
 from nupp.targets.gang_choice import gang_choices, shaped_as
 from nupp.targets.tiers import (TIERS, TierBuild, TieredModule, check_pins, choose_tier, dispatcher_unit, tier_named,
@@ -183,6 +184,9 @@ def compile_for_host(source: Source, request: Request, cpu_tier: CpuTier | None 
     """The pipeline for one module, from source to what the host loads.  The
     stages run on a deep stack (nupp/deep_stack.py); `cpu_tier` runs on the
     caller's thread, which may hold the LuaJIT state it calls into."""
+    if request.mode != "interp":
+        find_toolchain(request.cc)  # a missing compiler named first
+        require_compiler_for_host(request.cc)
     with compiling():  # one pause of the garbage collector for every step
         request = at_this_cpus_tier(request, cpu_tier)
         front, module, library = with_deep_stack(_stages_before_lua)(source, request)

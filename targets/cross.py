@@ -143,12 +143,50 @@ MACHINES: dict[str, Machine] = {"x86_64": Machine("x86_64"), "aarch64": AARCH64}
 _HOST_NAMES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
 
+def triple_of(machine: Machine) -> str:
+    """The machine's name as `nupp build --target` takes it: "aarch64-linux-gnu"."""
+    return getattr(machine, "triple", "") or f"{machine.name}-linux-gnu"
+
+
 def host_machine() -> Machine:
     """The machine this process runs on."""
     name = _HOST_NAMES.get(platform.machine().lower(), platform.machine())
     if name not in MACHINES:
         raise NuppEnvironmentError(f"nupp builds for {', '.join(MACHINES)}, not this host's {name}")
     return MACHINES[name]
+
+
+def require_compiler_for_host(cc: str) -> None:
+    """NuppEnvironmentError if C compiler `cc` builds for another machine:
+    nupp run and nupp.load load what it builds into this process."""
+    here = host_machine()
+    target = foreign_compiler(cc, here)
+    if target is not None:
+        raise NuppEnvironmentError(
+            f"the C compiler '{cc}' builds for {target.name}, not for this machine ({here.name}): nupp run and "
+            f"nupp.load load what it builds into this process; name a compiler for {here.name} (--cc, or cc= of "
+            f"nupp.load), or build a tree for {target.name} with nupp build --target {triple_of(target)}")
+
+
+def foreign_compiler(cc: str, machine: Machine) -> Machine | None:
+    """The machine C compiler `cc` builds for, where that is one of MACHINES
+    and not `machine` (its -dumpmachine's first word); else None.  The flags
+    of `machine`'s tiers are not such a compiler's, and another machine's
+    library does not load here.  A compiler that does not say is let be: its
+    build and its library's load are checked as ever."""
+    target = MACHINES.get(_compiler_machine(cc) or machine.name, machine)
+    return target if target.name != machine.name else None
+
+
+@lru_cache(maxsize=None)
+def _compiler_machine(cc: str) -> str | None:
+    """The machine `cc` builds for (x86_64, aarch64), None if it does not say."""
+    try:
+        said = subprocess.run([cc, "-dumpmachine"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    word = said.stdout.strip().split("-")[0].lower() if said.returncode == 0 else ""
+    return _HOST_NAMES.get(word)
 
 
 @lru_cache(maxsize=None)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -246,6 +247,35 @@ def test_compiler_that_writes_a_library_nupp_cannot_load(project, tmp_path, monk
     fake_compiler(tmp_path, version + 'exec gcc "$@"\n')
     proc = nupp_cli("run", "--mode", mode, "--cc", garbage, project / "main.nupp", env={"NUPP_CACHE_DIR": str(cache)})
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "42\n", ""), mode
+
+
+def cross_compiler() -> str:
+    if platform.machine() != "x86_64":
+        pytest.skip("an x86-64 host's cross compiler for AArch64 is the case tested")
+    return require_tool("aarch64-linux-gnu-gcc")
+
+
+@pytest.mark.parametrize("mode", ["scalar", "lane"])
+def test_a_cross_compiler_for_nupp_run_and_load_is_named(project, tmp_path, monkeypatch, mode):
+    """A compiler for another machine (its -dumpmachine): nupp run and nupp.load load its library
+    here.  It was exit 70 (lane: this machine's tier flags refused, 'a bug in nupp'), or the
+    loader's 'cannot open shared object file'."""
+    cross = cross_compiler()
+    cache = tmp_path / "c"
+    proc = nupp_cli("run", "--mode", mode, "--cc", cross, project / "main.nupp", env={"NUPP_CACHE_DIR": str(cache)})
+    assert_environment_fault(proc, f"the C compiler '{cross}' builds for aarch64, not for this machine (x86_64)",
+                             "nupp build --target aarch64-linux-gnu")
+    monkeypatch.setenv("NUPP_CACHE_DIR", str(cache))
+    assert "builds for aarch64, not for this machine" in load_fault(project / "calc.nupp", mode=mode, cc=cross)
+
+
+def test_nupp_build_for_this_machine_with_a_cross_compiler_is_named(project, tmp_path):
+    cross = cross_compiler()
+    (project / "nupp.toml").write_text('[project]\nname = "calc"\nmain = "main.nupp"\n')
+    proc = nupp_cli("build", "--cc", cross, project, "--out", tmp_path / "out",
+                    env={"NUPP_CACHE_DIR": str(tmp_path / "c")})
+    assert_environment_fault(proc, f"the C compiler '{cross}' builds for aarch64, not for x86_64",
+                             "--target aarch64-linux-gnu")
 
 
 def test_compiler_failing_only_on_nupps_c_is_nupps_bug(project, tmp_path):

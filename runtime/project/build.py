@@ -56,7 +56,7 @@ from nupp.runtime.project.elf import E_MACHINE, MACHINE_OF, e_machine
 from nupp.runtime.project.launcher import LUAJIT_PACKAGE, Launcher, luajit_library
 from nupp.runtime.project.requires import literal_requires, module_file
 from nupp.runtime.threads import environment_rule
-from nupp.targets.cross import MACHINES, Machine, host_machine
+from nupp.targets.cross import MACHINES, Machine, foreign_compiler, host_machine, triple_of
 from nupp.targets.tiers import TIER_NAMES
 from nupp.targets.toolchain import find_toolchain
 
@@ -67,10 +67,6 @@ RECORD = "lib/nupp/build.json"
 RECORD_FORMAT = 1
 
 Say = Callable[[str], None]
-
-
-def triple_of(machine: Machine) -> str:
-    return getattr(machine, "triple", "") or f"{machine.name}-linux-gnu"
 
 
 TARGETS = {triple_of(machine): machine for machine in MACHINES.values()}
@@ -126,6 +122,11 @@ def _compiler(cc: str, machine: Machine) -> tuple[str, ...]:
     command = tuple(machine.compile_command(cc))
     if machine is host_machine():
         find_toolchain(cc)  # NuppEnvironmentError naming the fix when it is missing
+        if (target := foreign_compiler(cc, machine)) is not None:
+            raise NuppEnvironmentError(
+                f"the C compiler '{cc}' builds for {target.name}, not for {machine.name}: build for {target.name} "
+                f"with --target {triple_of(target)} (and --cc gcc: nupp names the cross compiler), or name a "
+                f"compiler for {machine.name}")
     elif shutil.which(command[0]) is None:
         raise NuppEnvironmentError(f"'{command[0]}', the C compiler for {machine.name}, was not found on PATH; "
                                    f"install the Debian package {getattr(machine, 'gcc_package', command[0])}")
