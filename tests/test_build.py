@@ -131,15 +131,20 @@ def test_nupp_run_of_a_project_takes_aot_from_nupp_toml(demo, tmp_path):
     assert "lane" in nupp("run", project, "--aot", "on", "executions").stdout
 
 
-def test_an_uncaught_error_is_file_line_message_and_status_1(demo, tree_on, tree_off):
-    expected = nupp("run", ".", "fail", cwd=demo)
-    assert expected.returncode == 1
-    position = re.match(r"(stats\.nupp:\d+):\d+: error: (integer division by zero)\n", expected.stderr)
-    assert position, expected.stderr
-    for tree in (tree_on, tree_off):
+def test_an_uncaught_error_is_reported_as_nupp_run_reports_it_with_status_1(demo, tree_on, tree_off):
+    """The same diagnostic and frames, but for the caret's column (tests/test_build_errors.py)."""
+    header = r"(stats\.nupp:\d+):\d+: error: (integer division by zero)\n"
+    for tree, aot in ((tree_on, "on"), (tree_off, "off")):
+        expected = nupp("run", ".", "--aot", aot, "fail", cwd=demo)
+        assert expected.returncode == 1
+        position = re.match(header, expected.stderr)
+        assert position, expected.stderr
         proc = run(tree / "bin" / "demo", "fail")
         assert (proc.returncode, proc.stdout) == (1, expected.stdout)
-        assert proc.stderr == f"{position[1]}: {position[2]}\n"
+        got = re.match(header, proc.stderr)
+        assert got and got.groups() == position.groups(), proc.stderr
+        lines, oracle = proc.stderr.splitlines(), expected.stderr.splitlines()
+        assert lines[1] == oracle[1] and lines[3:] == oracle[3:] and "from:" in lines, proc.stderr
 
 
 def test_arg_holds_the_program_and_its_arguments(tree_on, tmp_path):

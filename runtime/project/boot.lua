@@ -2,11 +2,10 @@
 -- what runtime/host.py does for `nupp run`, without Python.  The launcher
 -- (bin/NAME, launcher.c) runs it with the output tree's root folder, the
 -- program's path as invoked and the program's arguments; it returns the exit
--- status: 0, or 1 for an uncaught error of the program (reported as
--- `FILE:LINE: message`, as `nupp run` reports it).  An error of its own (a
--- damaged tree, a bad NUPP_CPU_TIER_MAX) the launcher reports, status 2; a
--- bad NUPP_THREADS or NUPP_THREADS_MIN it reports itself, as `nupp run` words
--- it, status 2.
+-- status: 0, or 1 for an uncaught error of the program (reported as `nupp
+-- run` reports it: see report).  An error of its own (a damaged tree, a bad
+-- NUPP_CPU_TIER_MAX) the launcher reports, status 2; a bad NUPP_THREADS or
+-- NUPP_THREADS_MIN it reports itself, as `nupp run` words it, status 2.
 --
 -- It installs the runtime library (lib/nupp/runtime, as host.py's
 -- new_lua_runtime), puts the tree's modules (lib/nupp/tree.lua, written by
@@ -115,10 +114,67 @@ local function without_working_directory(path)
 end
 package.path, package.cpath = without_working_directory(package.path), without_working_directory(package.cpath)
 
--- The program's error as `nupp run` words it: its position first, else "error: ".
-local function report(message)
-    if not message:match("^[^\n:]+:%d+: ") then message = "error: " .. message end
-    io.stderr:write(message, "\n")
+-- An uncaught error's message as Diagnostic.render shows it (nupp/errors.py's
+-- displayable): each byte that is not part of well-formed UTF-8, as Python
+-- decodes it, as U+FFFD.  Each row: a leading byte's range, its second byte's
+-- range (the rest are 80..BF) and the sequence's length.
+local UTF8 = { { 0xC2, 0xDF, 0x80, 0xBF, 2 }, { 0xE0, 0xE0, 0xA0, 0xBF, 3 }, { 0xE1, 0xEC, 0x80, 0xBF, 3 },
+    { 0xED, 0xED, 0x80, 0x9F, 3 }, { 0xEE, 0xEF, 0x80, 0xBF, 3 }, { 0xF0, 0xF0, 0x90, 0xBF, 4 },
+    { 0xF1, 0xF3, 0x80, 0xBF, 4 }, { 0xF4, 0xF4, 0x80, 0x8F, 4 } }
+
+local function utf8_length(text, i) -- of the well-formed sequence at i, else nil
+    local lead, second = text:byte(i, i + 1)
+    if lead < 0x80 then return 1 end
+    for _, row in ipairs(UTF8) do
+        if lead >= row[1] and lead <= row[2] then
+            if not (second and second >= row[3] and second <= row[4]) then return nil end
+            local rest = text:sub(i + 2, i + row[5] - 1)
+            return #rest == row[5] - 2 and not rest:find("[^\128-\191]") and row[5] or nil
+        end
+    end
+end
+
+local function displayable(text)
+    if not text:find("[\128-\255]") then return text end
+    local shown, i = {}, 1
+    while i <= #text do
+        local length = utf8_length(text, i)
+        shown[#shown + 1] = length and text:sub(i, i + length - 1) or "\239\191\189"
+        i = i + (length or 1)
+    end
+    return table.concat(shown)
+end
+
+-- The diagnostics the build rendered for the lines of a program file (nil for
+-- another path): heads[LINE] .. message .. excerpts[LINE] is the diagnostic.
+local function diagnostics_of(path)
+    local file = tree.files[path]
+    return file and file.diagnostics and run_lua(file.diagnostics)
+end
+
+-- The program's uncaught error as `nupp run` reports it (runtime/cli.py's
+-- render_run_error, by the rule runtime/run_errors.py renders into tree.errors):
+-- the diagnostic at the message's position in a program file (its caret at
+-- the line's first non-blank column), else "error: " and the message; then,
+-- when there are several, the traceback's frames in program files.  A position
+-- past the lines of the file's chunks (only a message made up to look like
+-- one has it) is reported as no position.
+local function report(message, traceback)
+    local rule = tree.errors
+    local path, line, text = message:match(rule.position)
+    local lines = path and diagnostics_of(path)
+    local k = lines and tonumber(line)
+    local shown = rule.unpositioned .. message
+    if lines and lines.heads[k] then shown = lines.heads[k] .. displayable(text) .. lines.excerpts[k] end
+    local frames = {}
+    for entry in traceback:gmatch("[^\n]+") do
+        local at, number, rest = entry:match(rule.frame)
+        if at and tree.files[at] and tree.files[at].diagnostics then
+            frames[#frames + 1] = rule.frame_format:format(at, number, rest)
+        end
+    end
+    if #frames > 1 then shown = shown .. rule.frames_heading .. table.concat(frames, "\n") end
+    io.stderr:write(shown, "\n")
     return 1
 end
 
@@ -132,8 +188,10 @@ native.threads, native.thread_min = threads.count, threads.min_iterations
 arg = { [0] = program }
 for i = 1, nargs do arg[i] = args[i] end
 local chunk, err = load_file(tree.files[tree.main])
-if not chunk then return report(err) end
+if not chunk then return report(err, "") end
 local ok, failure = xpcall(chunk, chunks.failure, unpack(args, 1, nargs))
 chunks.flush()
 if ok then return 0 end
-return report(type(failure) == "table" and unhex(failure[1]) or tostring(failure))
+-- not the handler's report: it ran out of stack (a stack overflow), as host.py says
+if type(failure) ~= "table" then failure = chunks.unreported(failure) end
+return report(unhex(failure[1]), unhex(failure[2]))

@@ -8,7 +8,10 @@ The tree:
     lib/nupp/boot.lua                 what the launcher runs (boot.lua)
     lib/nupp/runtime/*.lua            the runtime library (runtime/lua)
     lib/nupp/tree.lua                 for boot.lua: the program's name, its main, its modules by name
-                                      and how each file loads, and the rule NUPP_THREADS is read by
+                                      and how each file loads, the rule NUPP_THREADS is read by and
+                                      the rule an uncaught error is reported by (run_errors.py)
+    lib/nupp/diagnostics/FILE.lua     each line's diagnostic of a run-time error in FILE, but for the
+                                      message (run_errors.line_reports): the tree holds no sources
     lib/nupp/build.json               what each file was built from, for the next build
     lua/FILE.lua                      a module's Lua (FILE: its path in the project, e.g. lib/util.nupp),
     lua/FILE.TIER.lua                   or with a tiered library the Lua binding each tier
@@ -55,6 +58,7 @@ from nupp.runtime.project.config import Project
 from nupp.runtime.project.elf import E_MACHINE, MACHINE_OF, e_machine
 from nupp.runtime.project.launcher import LUAJIT_PACKAGE, Launcher, luajit_library
 from nupp.runtime.project.requires import literal_requires, module_file
+from nupp.runtime.run_errors import has_reported_positions, line_count, line_reports, report_rule
 from nupp.runtime.threads import environment_rule
 from nupp.targets.cross import MACHINES, Machine, foreign_compiler, host_machine, triple_of
 from nupp.targets.tiers import TIER_NAMES
@@ -63,6 +67,7 @@ from nupp.targets.toolchain import find_toolchain
 BOOT = "lib/nupp/boot.lua"
 RUNTIME = "lib/nupp/runtime"
 MANIFEST = "lib/nupp/tree.lua"
+DIAGNOSTICS = "lib/nupp/diagnostics"
 RECORD = "lib/nupp/build.json"
 RECORD_FORMAT = 1
 
@@ -303,23 +308,26 @@ class _FileBuilder:
         source = Source(rel, data.decode("utf-8", "surrogateescape"))
         mark = len(self.tree.written)
         if rel.endswith(".lua") and rel != self.project.main.as_posix():  # nupp run translates any main
-            imports, entry = self.plain_lua(source, data)
+            imports, entry, chunks = self.plain_lua(source, data)
         else:
             self.say(f"compiling {rel}")
-            imports, entry = self.nupp_module(source)
+            imports, entry, chunks = self.nupp_module(source)
+        if has_reported_positions(rel):
+            entry["diagnostics"] = self.tree.write(f"{DIAGNOSTICS}/{rel}.lua", _diagnostics(source, chunks))
         return Built(key, list(imports), self.tree.written[mark:], entry)
 
-    def plain_lua(self, source: Source, data: bytes) -> tuple[tuple[str, ...], dict]:
-        """A .lua module runs as it is; its requires as the Nupp parser reads them."""
+    def plain_lua(self, source: Source, data: bytes) -> tuple[tuple[str, ...], dict, list[str]]:
+        """A .lua module runs as it is; its requires as the Nupp parser reads them.
+        Returns its requires, its entry in tree.lua and the Lua it runs as."""
         try:
             imports = literal_requires(parse(source))
         except NuppError:
             imports = ()
             self.say(f"{source.path}: its require calls were not read (it does not parse as Nupp)")
         lua = self.tree.write(f"lua/{source.path}", data)
-        return imports, {"chunkname": "@" + source.path, "translated": False, "lua": lua}
+        return imports, {"chunkname": "@" + source.path, "translated": False, "lua": lua}, [source.text]
 
-    def nupp_module(self, source: Source) -> tuple[tuple[str, ...], dict]:
+    def nupp_module(self, source: Source) -> tuple[tuple[str, ...], dict, list[str]]:
         rel = source.path
         compiled = compile_for_tree(source, self.request, f"native/{rel}.so")
         entry = {"chunkname": "@" + rel, "translated": True}
@@ -334,7 +342,7 @@ class _FileBuilder:
                               for build, lua in compiled.lua}
             entry["cpu_tier"] = {"symbol": library.tiered.cpu_tier_symbol, "cdef": library.tiered.cpu_tier_cdef}
             entry["executions"] = {tier: self.executions(compiled.module, source, tier) for tier in entry["tiers"]}
-        return literal_requires(compiled.front.chunk), entry
+        return literal_requires(compiled.front.chunk), entry, [lua for _, lua in compiled.lua]
 
     def executions(self, module, source: Source, tier: str) -> list[dict]:
         """The module's other native executions at `tier` (scalar C, lane C at
@@ -376,7 +384,17 @@ def _manifest(project: Project, modules: dict[str, str], built: dict[str, Built]
     """tree.lua: what boot.lua reads."""
     return source_bytes("return " + lua_literal({
         "name": project.name, "main": project.main.as_posix(), "tiers": list(TIER_NAMES), "modules": modules,
-        "files": {rel: b.entry for rel, b in built.items()}, "threads": environment_rule()}) + "\n")
+        "files": {rel: b.entry for rel, b in built.items()}, "threads": environment_rule(),
+        "errors": report_rule()}) + "\n")
+
+
+def _diagnostics(source: Source, chunks: list[str]) -> bytes:
+    """diagnostics/FILE.lua: each line's diagnostic, but for the message, as
+    the text before it (heads) and after it (excerpts), for every line any of
+    the file's chunks has."""
+    reports = line_reports(source, max(map(line_count, [source.text, *chunks])))
+    return source_bytes("return " + lua_literal({"heads": [head for head, _ in reports],
+                                                 "excerpts": [excerpt for _, excerpt in reports]}) + "\n")
 
 
 def lua_literal(value) -> str:

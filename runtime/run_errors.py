@@ -1,0 +1,93 @@
+"""An uncaught run-time error as `nupp run` reports it, for a built program
+to report the same text (runtime/project/boot.lua).
+
+`nupp run` renders the error in Python (runtime/cli.py's render_run_error):
+when the message starts with a position in a program file, the diagnostic at
+that line (Diagnostic.render: header, source line, caret), else `error: ` and
+the message; then, when more than one, the traceback's frames in program
+files under `from:`.  A built program has neither Python nor the sources, so
+the build renders each line's diagnostic with the message left out
+(line_reports, lib/nupp/diagnostics/FILE.lua in the tree) and boot.lua only
+glues: it finds the position and the frames by report_rule's Lua patterns,
+puts the message into its line's diagnostic (made displayable as
+Diagnostic.render makes it: the one rule boot.lua holds itself, as the
+message is known only then) and joins the frames.  tests/test_build_errors.py
+compares the two programs' texts for each shape of error.
+
+The one difference is the caret's column (caret_column): `nupp run` finds
+the construct that failed from the message (runtime/error_position.py), which
+a build does not know, and a built program has no parser.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nupp.errors import LINE_BREAK, Diagnostic, Source
+
+# Where a message's position names a file whose lines a diagnostic can show:
+# render_run_error's patterns.  The path runs to the first ':' and ends in
+# .nupp or .lua; report_rule's Lua patterns say the rest (boot.lua looks the
+# path up among the tree's files, whose names the build checked with
+# has_reported_positions).
+_REPORTED_PATH = re.compile(r"[^\n:]+\.(?:nupp|lua)")
+
+
+def has_reported_positions(path: str) -> bool:
+    """Whether `nupp run` shows the source line of an error positioned in the file `path`."""
+    return _REPORTED_PATH.fullmatch(path) is not None
+
+
+def report_rule() -> dict:
+    """What boot.lua needs besides each file's line_reports: the Lua patterns of
+    a message's position (path, line, message) and of a traceback's frame
+    (path, line, the rest), the words of an error without a program position,
+    how a frame is listed and what heads the list (render_run_error's)."""
+    return {"position": "^([^\n:]+):(%d+): (.*)$", "frame": "^%s*([^\n:]+):(%d+):(.*)$",
+            "unpositioned": "error: ", "frame_format": "  %s:%s:%s", "frames_heading": "\nfrom:\n"}
+
+
+def caret_column(line_text: str) -> int:
+    """The column a built program's caret points at on a line: its first
+    non-blank character (LuaJIT reports only a line), where `nupp run` points
+    when the message names nothing it finds on the line.  Pointing at the
+    construct needs a column per line and kind of message (what
+    error_position.column_for reads of one): line_reports would render a
+    diagnostic for each, and boot.lua would classify the message."""
+    return len(line_text) - len(line_text.lstrip()) + 1
+
+
+# Diagnostic.render with this as the message: where the message goes (a path
+# or a source line may hold any other character, but not NUL in a path, which
+# comes first).
+_MESSAGE = "\0"
+
+
+def line_reports(source: Source, lines: int) -> list[tuple[str, str]]:
+    """For each line 1..`lines` of `source` (past its end: blank), the
+    diagnostic of a run-time error there, as the text before and after its
+    message."""
+    texts = LINE_BREAK.split(source.text)
+    split = _SplitSource(source.path, source.text, tuple(texts))
+    reports = []
+    for line in range(1, lines + 1):
+        text = texts[line - 1] if line <= len(texts) else ""
+        before, after = Diagnostic(split, line, caret_column(text), _MESSAGE).render().split(_MESSAGE, 1)
+        reports.append((before, after))
+    return reports
+
+
+def line_count(text: str) -> int:
+    """How many lines LuaJIT counts in `text` (a chunk's positions are at most this)."""
+    return len(LINE_BREAK.split(text))
+
+
+class _SplitSource(Source):
+    """A Source whose lines are split once (Source.line_text splits the text at each call)."""
+
+    def __init__(self, path: str, text: str, lines: tuple[str, ...]):
+        super().__init__(path, text)
+        object.__setattr__(self, "_lines", lines)
+
+    def line_text(self, line: int) -> str:
+        return self._lines[line - 1] if 1 <= line <= len(self._lines) else ""

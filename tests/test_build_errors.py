@@ -1,0 +1,219 @@
+"""A built program reports an uncaught error as `nupp run` reports it: the same
+stderr (the diagnostic with its source line and caret, else `error: MESSAGE`,
+and the program's frames under `from:`), the same stdout and exit status 1.
+The oracle is `nupp run` of the same project; each shape of error is checked
+to have the form it is meant to test, so that a built program that printed
+LuaJIT's bare `FILE:LINE: message` (as before) fails every case.
+
+One difference is expected: the caret.  A built program points it at the
+line's first non-blank character; `nupp run` at the construct that failed
+(runtime/error_position.py), which it finds from the message at run time,
+when a built program has no parser.  The oracle's text is compared with its
+column moved to the line's first non-blank one (read here from the source).
+
+The project: main.nupp runs the shape its argument names; lib/util.nupp (a
+module in a folder, tabs in its lines, bytes that are not UTF-8), plain.lua (a
+plain Lua module), broken.lua (one that does not load) and kernels.nupp (@aot
+functions, whose errors the aot-on tree raises in native code).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_build import built, nupp, require_luajit_library, run
+
+UTIL = b"""local M = {}
+function M.boom(x)
+\treturn x.field.deep
+end
+function M.raise(v)
+  error(v)
+end
+function M.bytes()
+\tlocal s = "caf\xc3\xa9 \xff\xfe \xe2\x82 \xed\xa0\x80 \xed\x9f\xbf \xf0\x9f\x98\x80 \xc0\x80 \xc1\xbf \xe0\x80\x80 \xf4\x90\x80\x80 \xf4\x8f\xbf\xbf \xf5\x80 \x80 \xef\xbf\xbf \xf0\x8f\xbf\xbf \xe2\x82"\terror("odd " .. s .. "\xe2\x82")
+end
+return M
+"""
+
+PLAIN = """local M = {}
+function M.bad(a) return a + {} end
+return M
+"""
+
+BROKEN = """local M = {}
+M.x x = 1
+return M
+"""
+
+KERNELS = """@aot
+local function div(a: int32, b: int32): int32
+    return a // b
+end
+@aot
+local function positive(a: int32): int32
+    assert(a > 0, "a must be positive")
+    return a
+end
+return {div = div, positive = positive}
+"""
+
+MAIN = """local util = require("lib.util")
+local plain = require("plain")
+local kernels = require("kernels")
+local shapes = {}
+local function f(x)
+  return x.y + 1
+end
+shapes.index = function() print("before"); print(f(nil)) end
+shapes.module = function() util.boom({}) end
+shapes.plain = function() plain.bad(1) end
+shapes.broken = function() require("broken") end
+shapes.table = function() error({}) end
+shapes["nil"] = function() error(nil) end
+shapes.tostring = function() error(setmetatable({}, {__tostring = function() return "a custom error" end})) end
+shapes.number = function() util.raise(42) end
+shapes.wrap = function()
+  local co = coroutine.wrap(function() local g = nil; return g() end)
+  co()
+end
+shapes.resume = function()
+  local co = coroutine.create(function() util.boom({}) end)
+  local ok, e = coroutine.resume(co)
+  error(e, 0)
+end
+shapes.pcall = function()
+  local ok, e = pcall(util.boom, {})
+  error(e, 0)
+end
+shapes.level0 = function() error("plain words", 0) end
+shapes.level2 = function()
+  local function check(v) if not v then error("check failed", 2) end end
+  check(false)
+end
+shapes.bytes = function() util.bytes() end
+shapes.overflow = function() local function r(n) return 1 + r(n) end; r(1) end
+shapes.div = function() print(kernels.div(1, 0)) end
+shapes.assert = function() print(kernels.positive(-1)) end
+shapes.argument = function() print(kernels.positive("x")) end
+local shape = ...
+if shape == "top" then local z = nil; print(z.q) end
+shapes[shape]()
+"""
+
+# shape -> what its `nupp run` stderr must start with: a diagnostic ("caret")
+# or `error: ` ("bare"); each lists its frames under `from:` but "top", raised
+# in the main chunk itself
+SHAPES = {"index": "caret", "module": "caret", "plain": "caret", "broken": "caret", "table": "bare",
+          "nil": "bare", "tostring": "bare", "number": "caret", "wrap": "caret", "resume": "caret",
+          "pcall": "caret", "level0": "bare", "level2": "caret", "bytes": "caret", "overflow": "caret",
+          "top": "caret", "div": "caret", "assert": "caret", "argument": "caret"}
+NATIVE = ("div", "assert", "argument")  # raised in native code in the aot-on tree
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    require_luajit_library()
+    root = tmp_path_factory.mktemp("errors") / "shapes"
+    (root / "lib").mkdir(parents=True)
+    (root / "nupp.toml").write_text('[project]\nname = "shapes"\nmain = "main.nupp"\n')
+    for name, text in (("main.nupp", MAIN), ("plain.lua", PLAIN), ("broken.lua", BROKEN),
+                       ("kernels.nupp", KERNELS), ("lib/util.nupp", UTIL)):
+        (root / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    return root
+
+
+@pytest.fixture(scope="module")
+def trees(project, tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("trees")
+    return {aot: built(project, out / aot, "--aot", aot) for aot in ("off", "on")}
+
+
+def run_bytes(command, cwd) -> tuple[int, bytes, bytes]:
+    proc = subprocess.run(command, capture_output=True, cwd=cwd, timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def nupp_run(project: Path, aot: str, shape: str) -> tuple[int, bytes, bytes]:
+    expected = run_bytes([sys.executable, "-m", "nupp", "run", ".", "--aot", aot, shape], project)
+    assert b"Traceback" not in expected[2], expected[2]
+    return expected
+
+
+_HEADER = re.compile(rb"^(?P<position>[^:\n]+:(?P<line>\d+)):(?P<col>\d+): error: ")
+
+
+def at_first_non_blank(project: Path, stderr: bytes) -> bytes:
+    """`nupp run`'s report with its caret at the first non-blank character of
+    the line (header column and caret line), where a built program puts it."""
+    header = _HEADER.match(stderr)
+    if header is None:
+        return stderr
+    source = (project / header["position"].rsplit(b":", 1)[0].decode()).read_bytes()
+    text = re.split(rb"\r\n|\n\r|\r|\n", source)[int(header["line"]) - 1]
+    col = len(text) - len(text.lstrip(b" \t")) + 1
+    first, excerpt, caret, *rest = stderr.split(b"\n")
+    first = _HEADER.sub(rb"\g<position>:%d: error: " % col, first, count=1)
+    caret = caret[:caret.index(b"|") + 2] + b" " * (col - 1) + b"^"
+    return b"\n".join([first, excerpt, caret, *rest])
+
+
+def assert_has_the_shape(shape: str, stderr: bytes) -> None:
+    """The oracle's text has the form the shape is meant to test."""
+    lines = stderr.decode("utf-8", "replace").splitlines()
+    if SHAPES[shape] == "caret":
+        assert " error: " in lines[0] and lines[1].lstrip()[0].isdigit() and lines[2].rstrip().endswith("^"), stderr
+    else:
+        assert lines[0].startswith("error: "), stderr
+    if shape != "overflow":  # its frames: see the test
+        assert ("from:" in lines) == (shape != "top"), stderr
+
+
+@pytest.mark.parametrize("aot", ["off", "on"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_built_program_reports_an_error_as_nupp_run_does(project, trees, shape, aot):
+    if aot == "on" and shape not in NATIVE + ("index", "module", "bytes"):
+        pytest.skip("the same Lua as the aot-off tree: checked there")
+    expected = nupp_run(project, aot, shape)
+    assert expected[0] == 1
+    assert_has_the_shape(shape, expected[2])
+    if aot == "on" and shape in ("div", "assert"):
+        assert b"in native code of '" in expected[2], expected[2]
+    returncode, stdout, stderr = expected
+    if shape == "overflow":
+        # chunks.failure may have too little stack left to write the traceback of
+        # an overflow: nupp run lists frames in some runs, a built program
+        # (Debian's LuaJIT) in none; the diagnostic is the same
+        stderr = stderr.split(b"\nfrom:\n")[0].rstrip(b"\n") + b"\n"
+    assert run_bytes([str(trees[aot] / "bin" / "shapes"), shape], "/") == (
+        returncode, stdout, at_first_non_blank(project, stderr))
+
+
+def test_a_copied_tree_reports_errors_from_its_new_place(project, trees, tmp_path):
+    """Relocatable: the diagnostics are found relative to the tree wherever it is."""
+    copy = shutil.copytree(trees["off"], tmp_path / "elsewhere" / "tree", symlinks=True)
+    moved = trees["off"].with_name("off-moved")
+    trees["off"].rename(moved)  # nothing of the original is where it was built
+    try:
+        got = run_bytes([str(copy / "bin" / "shapes"), "module"], tmp_path)
+    finally:
+        moved.rename(trees["off"])
+    returncode, stdout, stderr = nupp_run(project, "off", "module")
+    assert got == (returncode, stdout, at_first_non_blank(project, stderr))
+
+
+def test_the_tree_holds_diagnostics_not_sources(trees):
+    """lib/nupp/diagnostics/FILE.lua for each module file whose positions nupp run shows,
+    and no module's source in the tree (only its Lua: plain.lua is its own Lua)."""
+    tree = trees["off"]
+    diagnostics = sorted(p.relative_to(tree / "lib/nupp/diagnostics").as_posix()
+                         for p in (tree / "lib/nupp/diagnostics").rglob("*.lua"))
+    assert diagnostics == ["broken.lua.lua", "kernels.nupp.lua", "lib/util.nupp.lua", "main.nupp.lua",
+                           "plain.lua.lua"]
+    assert not list(tree.rglob("*.nupp"))
