@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_build import built, nupp, require_luajit_library, run
+from .conftest import UNDER_CI, require_tool
+from .test_build import AARCH64_LUAJIT, built, require_luajit_library
 
 UTIL = b"""local M = {}
 function M.boom(x)
@@ -208,7 +209,22 @@ def test_a_copied_tree_reports_errors_from_its_new_place(project, trees, tmp_pat
     assert got == (returncode, stdout, at_first_non_blank(project, stderr))
 
 
-def test_the_tree_holds_diagnostics_not_sources(trees):
+def test_an_aarch64_program_reports_errors_as_nupp_run_does(project, tmp_path):
+    """The cross build's program under qemu, from /: its @aot functions are scalar C."""
+    require_tool("aarch64-linux-gnu-gcc")
+    if not AARCH64_LUAJIT.is_file():
+        if UNDER_CI:
+            pytest.fail(f"{AARCH64_LUAJIT} (libluajit-5.1-dev:arm64) is required under CI but is not installed")
+        pytest.skip("libluajit-5.1-dev:arm64 is not installed: the AArch64 program is not linked, nor run")
+    tree = built(project, tmp_path / "arm", "--target", "aarch64-linux-gnu")
+    emulator = [require_tool("qemu-aarch64"), "-L", "/usr/aarch64-linux-gnu"]
+    for shape in ("module", "bytes", "tostring", "div"):
+        returncode, stdout, stderr = nupp_run(project, "on", shape)
+        got = run_bytes([*emulator, str(tree / "bin" / "shapes"), shape], "/")
+        assert got == (returncode, stdout, at_first_non_blank(project, stderr)), shape
+
+
+def test_the_tree_holds_diagnostics_not_sources(project, trees):
     """lib/nupp/diagnostics/FILE.lua for each module file whose positions nupp run shows,
     and no module's source in the tree (only its Lua: plain.lua is its own Lua)."""
     tree = trees["off"]
@@ -217,3 +233,5 @@ def test_the_tree_holds_diagnostics_not_sources(trees):
     assert diagnostics == ["broken.lua.lua", "kernels.nupp.lua", "lib/util.nupp.lua", "main.nupp.lua",
                            "plain.lua.lua"]
     assert not list(tree.rglob("*.nupp"))
+    for path in (tree / "lib/nupp/diagnostics").rglob("*.lua"):  # relocatable: paths in the project only
+        assert str(project).encode() not in path.read_bytes(), path
