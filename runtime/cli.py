@@ -574,10 +574,11 @@ def render_run_error(err: LuaRunError) -> str:
     if match is None or not Path(match["path"]).is_file():
         text = f"error: {err.message}"
     else:
+        from nupp.runtime.error_position import column_for, raising_function  # parses: only for an error
         source = Source.from_file(match["path"])
         line = int(match["line"])
-        line_text = source.line_text(line)
-        col = len(line_text) - len(line_text.lstrip()) + 1
+        callee = raising_function(err.traceback, match["path"], line)
+        col = column_for(source, line, match["message"], callee)
         text = Diagnostic(source, line, col, match["message"]).render()
     frames = [f"  {m['path']}:{m['line']}:{m['rest']}" for m in map(_TRACE_FRAME.match, err.traceback.splitlines())
               if m is not None and _is_program_file(m["path"])]

@@ -67,7 +67,7 @@ def test_run_time_error_is_a_diagnostic_at_the_nupp_line(tmp_path):
     (tmp_path / "main.nupp").write_text("local t = nil\n\nprint(t.x)\n")
     proc = nupp_cmd("run", "main.nupp", cwd=tmp_path)
     assert proc.returncode == 1
-    assert proc.stderr.startswith("main.nupp:3:1: error: attempt to index local 't' (a nil value)")
+    assert proc.stderr.startswith("main.nupp:3:7: error: attempt to index local 't' (a nil value)")
     assert "| print(t.x)" in proc.stderr
 
 

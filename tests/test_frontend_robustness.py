@@ -552,7 +552,7 @@ def test_diagnostics_name_lines_as_luajit_counts_them(tmp_path, br):
     assert b" | local x = = 2\n" in proc.stderr  # the line shown is that line
     (tmp_path / "r.nupp").write_bytes(br.join(["local t", "", "print(t.x)", ""]).encode())
     proc = nupp("run", "r.nupp", cwd=tmp_path)
-    assert proc.stderr.startswith(b"r.nupp:3:1: error: attempt to index local 't'"), proc.stderr
+    assert proc.stderr.startswith(b"r.nupp:3:7: error: attempt to index local 't'"), proc.stderr
     assert b" | print(t.x)\n" in proc.stderr
 
 
@@ -649,7 +649,7 @@ def test_an_error_in_a_switch_arm_names_the_arms_line(tmp_path):
     (tmp_path / "m.nupp").write_text('local t = nil\nlocal v = 2\nprint(switch v do\n  case 1 -> "one"\n'
                                      '  case 2 -> t.x\n  else -> "other"\nend)\n')
     proc = nupp("run", "m.nupp", "--aot", "off", cwd=tmp_path)
-    assert proc.stderr.startswith(b"m.nupp:5:3: error: attempt to index upvalue 't'"), proc.stderr
+    assert proc.stderr.startswith(b"m.nupp:5:13: error: attempt to index upvalue 't'"), proc.stderr
 
 
 SWITCH_FORMS = """\
