@@ -53,8 +53,10 @@ def caret_column(line_text: str) -> int:
     when the message names nothing it finds on the line.  Pointing at the
     construct needs a column per line and kind of message (what
     error_position.column_for reads of one): line_reports would render a
-    diagnostic for each, and boot.lua would classify the message."""
-    return len(line_text) - len(line_text.lstrip()) + 1
+    diagnostic for each, and boot.lua would classify the message.  (A BOM
+    is not shown, and so not counted: Diagnostic.render.)"""
+    shown = line_text.removeprefix("\ufeff")
+    return len(shown) - len(shown.lstrip()) + 1
 
 
 # Diagnostic.render with this as the message: where the message goes (a path

@@ -13,8 +13,9 @@ column moved to the line's first non-blank one (read here from the source).
 
 The project: main.nupp runs the shape its argument names; lib/util.nupp (a
 module in a folder, tabs in its lines, bytes that are not UTF-8), plain.lua (a
-plain Lua module), broken.lua (one that does not load) and kernels.nupp (@aot
-functions, whose errors the aot-on tree raises in native code).
+plain Lua module), broken.lua (one that does not load), bom.nupp (a BOM before
+its first line) and kernels.nupp (@aot functions, whose errors the aot-on tree
+raises in native code).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ M.x x = 1
 return M
 """
 
+BOM = b"\xef\xbb\xbf  local M = {}; function M.f(a) return a.b end\nreturn M\n"
+
 KERNELS = """@aot
 local function div(a: int32, b: int32): int32
     return a // b
@@ -68,6 +71,7 @@ return {div = div, positive = positive}
 MAIN = """local util = require("lib.util")
 local plain = require("plain")
 local kernels = require("kernels")
+local bom = require("bom")
 local shapes = {}
 local function f(x)
   return x.y + 1
@@ -99,6 +103,7 @@ shapes.level2 = function()
   check(false)
 end
 shapes.bytes = function() util.bytes() end
+shapes.bom = function() bom.f(nil) end
 shapes.overflow = function() local function r(n) return 1 + r(n) end; r(1) end
 shapes.div = function() print(kernels.div(1, 0)) end
 shapes.assert = function() print(kernels.positive(-1)) end
@@ -114,7 +119,7 @@ shapes[shape]()
 SHAPES = {"index": "caret", "module": "caret", "plain": "caret", "broken": "caret", "table": "bare",
           "nil": "bare", "tostring": "bare", "number": "caret", "wrap": "caret", "resume": "caret",
           "pcall": "caret", "level0": "bare", "level2": "caret", "bytes": "caret", "overflow": "caret",
-          "top": "caret", "div": "caret", "assert": "caret", "argument": "caret"}
+          "top": "caret", "bom": "caret", "div": "caret", "assert": "caret", "argument": "caret"}
 # every shape in the aot-off tree; in the aot-on tree those raised in native
 # code and a few whose Lua is the same as there
 CASES = [(shape, "off") for shape in sorted(SHAPES)] + [
@@ -128,7 +133,7 @@ def project(tmp_path_factory) -> Path:
     (root / "lib").mkdir(parents=True)
     (root / "nupp.toml").write_text('[project]\nname = "shapes"\nmain = "main.nupp"\n')
     for name, text in (("main.nupp", MAIN), ("plain.lua", PLAIN), ("broken.lua", BROKEN),
-                       ("kernels.nupp", KERNELS), ("lib/util.nupp", UTIL)):
+                       ("kernels.nupp", KERNELS), ("lib/util.nupp", UTIL), ("bom.nupp", BOM)):
         (root / name).write_bytes(text if isinstance(text, bytes) else text.encode())
     return root
 
@@ -161,7 +166,8 @@ def at_first_non_blank(project: Path, stderr: bytes) -> bytes:
         return stderr
     source = (project / header["position"].rsplit(b":", 1)[0].decode()).read_bytes()
     text = re.split(rb"\r\n|\n\r|\r|\n", source)[int(header["line"]) - 1]
-    col = len(text) - len(text.lstrip(b" \t")) + 1
+    shown = text.removeprefix(b"\xef\xbb\xbf")  # a BOM is not shown
+    col = len(shown) - len(shown.lstrip(b" \t")) + 1
     first, excerpt, caret, *rest = stderr.split(b"\n")
     first = _HEADER.sub(rb"\g<position>:%d: error: " % col, first, count=1)
     caret = caret[:caret.index(b"|") + 2] + b" " * (col - 1) + b"^"
@@ -230,7 +236,7 @@ def test_the_tree_holds_diagnostics_not_sources(project, trees):
     tree = trees["off"]
     diagnostics = sorted(p.relative_to(tree / "lib/nupp/diagnostics").as_posix()
                          for p in (tree / "lib/nupp/diagnostics").rglob("*.lua"))
-    assert diagnostics == ["broken.lua.lua", "kernels.nupp.lua", "lib/util.nupp.lua", "main.nupp.lua",
+    assert diagnostics == ["bom.nupp.lua", "broken.lua.lua", "kernels.nupp.lua", "lib/util.nupp.lua", "main.nupp.lua",
                            "plain.lua.lua"]
     assert not list(tree.rglob("*.nupp"))
     for path in (tree / "lib/nupp/diagnostics").rglob("*.lua"):  # relocatable: paths in the project only
