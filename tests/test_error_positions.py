@@ -93,10 +93,11 @@ MULTI_LINE = {
     "a call at its '('": ("local f\nlocal s = f(1,\n  2)\n", "2:11", "attempt to call local 'f'"),
     "a method call at its '('": ("local t = {}\nlocal s = t\n  :m(1)\n", "3:4", "attempt to call method 'm'"),
     "an index in a constructor": ("local x = nil\nlocal s = {\n  1, x.y }\n", "3:6", "attempt to index local 'x'"),
-    "an index at its name": ("local x = {}\nlocal s = 1 + x.y.\n  z\n", "3:3", "attempt to index field 'y'"),
+    "an index at its name": ("local x = {}\nlocal s = 1 + x.y. -- c\n  --[[d]] z\n", "3:11",
+                             "attempt to index field 'y'"),
     "an operator at its right operand": ("local a = {}\nlocal s = 1 +\n  2 + 3 < a\n", "3:9",
                                          "attempt to compare number with table"),
-    "the operand named on the operator's line": ("local a = {}\nlocal s = a\n  + 1\n", "3:3",
+    "the operand named on the operator's line": ("local a = {}\nlocal s = a\n  --[[c]] + 1\n", "3:11",
                                                  "attempt to perform arithmetic on local 'a'"),
 }
 
@@ -110,6 +111,9 @@ NUPP_ERRORS = {
     "span element field": ("local span = nupp.mem.span\nlocal struct P\n  x: number\nend\n"
                            "local s = span.new(P, 2)\nlocal e = s[1]; print(e.y)\n", "6:25",
                            "P has no field 'y'"),
+    "span element store": ("local span = nupp.mem.span\nlocal struct P\n  x: int32\nend\n"
+                           "local s = span.new(P, 2)\nlocal e = s[1]; e.x = 1.5\n", "6:19",
+                           "cannot store 1.5 in int32 field 'x' of P"),
 }
 
 
@@ -132,9 +136,10 @@ def test_an_aot_error_is_at_its_operator_in_both_executions(tmp_path, aot):
     assert head(run_error(tmp_path, AOT_DIVISION, "--aot", aot)) == "m.nupp:3:12: error: integer division by zero"
 
 
-def test_an_aot_argument_error_is_at_the_argument(tmp_path):
+@pytest.mark.parametrize("aot", ["off", "on"])
+def test_an_aot_argument_error_is_at_the_argument(tmp_path, aot):
     program = "@aot\nlocal function d(a: int32): int32\n  return a\nend\nlocal q = 0; print(d(nil))\n"
-    assert head(run_error(tmp_path, program, "--aot", "off")).startswith("m.nupp:5:22: error: bad argument #1 to 'd'")
+    assert head(run_error(tmp_path, program, "--aot", aot)).startswith("m.nupp:5:22: error: bad argument #1 to 'd'")
 
 
 # ---- the function itself ----------------------------------------------------------

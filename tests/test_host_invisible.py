@@ -192,7 +192,7 @@ def test_an_uncaught_error_shows_the_programs_frames_only(tmp_path):
     (tmp_path / "s.nupp").write_text("local struct P\n  a: int32\nend\nlocal function f(s)\n  return s[5]\nend\n"
                                      "print(f(nupp.mem.span.new(P, 2)))\n")
     proc = nupp_cli("run", "s.nupp", cwd=tmp_path)
-    assert proc.returncode == 1 and "s.nupp:5:3: error: span index 5 out of range 1..2" in proc.stderr
+    assert proc.returncode == 1 and "s.nupp:5:12: error: span index 5 out of range 1..2" in proc.stderr
     assert proc.stderr.split("from:\n")[1].splitlines() == ["  s.nupp:5: in function 'f'", "  s.nupp:7: in main chunk"]
 
 
