@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -107,7 +107,7 @@ _DIVISION = frozenset({"/", "//", "%"})
 def _queries(message: str, callee: str | None) -> list[_Query]:
     """What to look for, most specific first; the last query always looks for
     calls: an error that no operation on the line raised came from a call on it."""
-    return [*_message_queries(message), _Query(_calls(), _named_callee(callee or "error")), _Query(_calls())]
+    return [*_message_queries(message), _Query(_calls, _named_callee(callee or "error")), _Query(_calls)]
 
 
 def _message_queries(message: str) -> Iterator[_Query]:
@@ -139,7 +139,7 @@ def _message_queries(message: str) -> Iterator[_Query]:
     elif (m := _MEMBER.match(message)) is not None:
         yield _Query(_members, lambda node: _member_name(node) == m["name"])
     elif message.startswith("assertion failed!"):
-        yield _Query(_calls(), _named_callee("assert"))
+        yield _Query(_calls, _named_callee("assert"))
 
 
 # ---- candidate constructs: each yields its points, best first --------------------
@@ -165,8 +165,8 @@ def _callings(name: str | None) -> Candidates:
     return candidates
 
 
-def _operands(binary: frozenset | set | tuple, unary: set | tuple) -> Callable[[str | None], Candidates]:
-    """An operator's operand the message names, then the operator itself."""
+def _operands(binary: Collection[str], unary: Collection[str]) -> Callable[[str | None], Candidates]:
+    """An operator's operand the message names, then the operator itself (unnamed: the operator)."""
     def with_name(name: str | None) -> Candidates:
         def candidates(node, text):
             if isinstance(node, ast.BinOp) and node.op in binary:
@@ -177,8 +177,9 @@ def _operands(binary: frozenset | set | tuple, unary: set | tuple) -> Callable[[
                 return
             if name is None:
                 yield [operator]
+                return
             for operand in operands:
-                if name is not None and _names(operand, name):
+                if _names(operand, name):
                     yield [_value_point(operand, name), operator]
         return candidates
     return with_name
@@ -188,7 +189,7 @@ _OPERATIONS = {"index": _indexing, "call": _callings, "concatenate": _operands({
                "get length of": _operands((), {"#"}), "perform arithmetic on": _operands(_ARITHMETIC, {"-"})}
 
 
-def _operators(ops) -> Candidates:
+def _operators(ops: Collection[str]) -> Candidates:
     def candidates(node, text):
         if isinstance(node, ast.BinOp) and node.op in ops:
             yield [text.token_after(node.left)]
@@ -197,11 +198,9 @@ def _operators(ops) -> Candidates:
     return candidates
 
 
-def _calls() -> Candidates:
-    def candidates(node, text):
-        if isinstance(node, (ast.Call, ast.MethodCall)):
-            yield [_callee_point(node), _start(node.span)]
-    return candidates
+def _calls(node, text):
+    if isinstance(node, (ast.Call, ast.MethodCall)):
+        yield [_callee_point(node), _start(node.span)]
 
 
 def _arguments(n: int) -> Candidates:
