@@ -25,10 +25,16 @@ from nupp.runtime.host import LUA_DIR
 
 # Each coroutine recurses through string.gsub (some 10 MB of C stack a
 # coroutine) and resumes the next: without the guard, a segmentation fault
-# after about 25 coroutines.
+# after about 25 coroutines.  Each first resumes a generator in a loop, which
+# the JIT compiler compiles with the guard's read in it: the first resume
+# refused is one of these.
 MIXED_RECURSION = """
+local function pull(n)
+    local generator = coroutine.wrap(function() while true do coroutine.yield() end end)
+    for _ = 1, n do generator() end
+end
 local function down(n)
-    if n % 1000 == 0 then return coroutine.wrap(down)(n + 1) end
+    if n % 1000 == 0 then pull(100) return coroutine.wrap(down)(n + 1) end
     return (string.gsub("a", "a", function() return down(n + 1) end))
 end
 """
@@ -95,20 +101,22 @@ def test_the_guard_ends_recursion_through_coroutines_in_a_stack_overflow(tmp_pat
                                                                           most_calls):
     """On lupa's LuaJIT the guard finds cur_L: the 8008 resumes made from
     inside a generator chain's coroutines call coroutine.running none of the
-    times (once each where it is not found, and once
-    more for the first outermost resume, which finds the stack's size), and either way the mixed recursion ends in pcall's stack overflow."""
+    times (once each where it is not found, and once more for the first
+    outermost resume, which finds the stack's size); either way the mixed
+    recursion ends in pcall's stack overflow."""
     script = f"MIXED_RECURSION = {MIXED_RECURSION!r}\nCHAINED_GENERATORS = {CHAINED_GENERATORS!r}\n" + GUARD_ALONE
     done = run_child(tmp_path, script, str(LUA_DIR / "coroutines.lua"), found_words)
     assert done.returncode == 0, done.stderr[-2000:]
     running_calls, results = done.stdout.split(" ", 1)
     assert least_calls <= int(running_calls) <= most_calls
-    assert results == "500500 False stack overflow\n"
+    total, ok, message = results.split(" ", 2)
+    assert (total, ok) == ("500500", "False") and message.endswith("stack overflow\n"), results
 
 
 LOADED_MODULE = """
 MIXED
 local ok, e = pcall(down, 1)
-assert(not ok and e == "stack overflow", "not a stack overflow: " .. tostring(e))
+assert(not ok and tostring(e):find("stack overflow$"), "not a stack overflow: " .. tostring(e))
 local sum = 0
 for v in chain(8, 1000) do sum = sum + v end
 assert(sum == 500500, sum)
