@@ -14,8 +14,10 @@ on the line of the parsed source for that construct:
     'for' initial value/limit/step        that expression of the numeric for
     table index is nil/NaN                the key of an assignment or constructor
     no case of this switch matches        the switch
-    anything else (error(), assert, ...)  a call: the function the traceback
-                                          says raised it, else `error`, else the first
+    anything else (error(), assert, ...)  the operation whose metamethod raised it
+                                          (the traceback names the frame), else a call:
+                                          of the function the traceback says raised it,
+                                          else of `error`, else the first
 
 An expression spanning lines is reported at the line LuaJIT's parser had
 reached when it emitted the failing instruction (the operator's line, the
@@ -105,9 +107,12 @@ _DIVISION = frozenset({"/", "//", "%"})
 
 
 def _queries(message: str, callee: str | None) -> list[_Query]:
-    """What to look for, most specific first; the last query always looks for
-    calls: an error that no operation on the line raised came from a call on it."""
-    return [*_message_queries(message), _Query(_calls, _named_callee(callee or "error")), _Query(_calls)]
+    """What to look for, most specific first; then, for an error raised by a
+    function, the operation whose metamethod it is, else its call (an error
+    that no operation on the line raised came from a call on it)."""
+    by_metamethod = [_Query(_METAMETHODS[callee])] if callee in _METAMETHODS else []
+    return [*_message_queries(message), *by_metamethod, _Query(_calls, _named_callee(callee or "error")),
+            _Query(_calls)]
 
 
 def _message_queries(message: str) -> Iterator[_Query]:
@@ -119,7 +124,7 @@ def _message_queries(message: str) -> Iterator[_Query]:
     elif message.startswith("attempt to compare"):
         yield _Query(_operators(_ORDER))
     elif (m := _BITWISE.match(message)) is not None:
-        yield _Query(_operators({m["op"]}))
+        yield _Query(_operators({m["op"]}, {m["op"]}))
     elif message.startswith("integer division by zero"):
         yield _Query(_operators(_DIVISION))
     elif (m := _BAD_ARGUMENT.match(message)) is not None:
@@ -185,17 +190,23 @@ def _operands(binary: Collection[str], unary: Collection[str]) -> Callable[[str 
     return with_name
 
 
+def _operators(binary: Collection[str], unary: Collection[str] = ()) -> Candidates:
+    """The operators themselves (a message that names no operand)."""
+    return _operands(binary, unary)(None)
+
+
 _OPERATIONS = {"index": _indexing, "call": _callings, "concatenate": _operands({".."}, ()),
                "get length of": _operands((), {"#"}), "perform arithmetic on": _operands(_ARITHMETIC, {"-"})}
 
 
-def _operators(ops: Collection[str]) -> Candidates:
-    def candidates(node, text):
-        if isinstance(node, ast.BinOp) and node.op in ops:
-            yield [text.token_after(node.left)]
-        elif isinstance(node, ast.UnOp) and node.op in ops:
-            yield [_start(node.span)]
-    return candidates
+# LuaJIT names a metamethod's frame by its event (`in function '__index'`)
+_METAMETHODS = {
+    "__index": _indexing(None), "__newindex": _indexing(None), "__concat": _operators({".."}),
+    "__len": _operators((), {"#"}), "__unm": _operators((), {"-"}),
+    **{event: _operators({op}) for event, op in
+       [("__add", "+"), ("__sub", "-"), ("__mul", "*"), ("__div", "/"), ("__mod", "%"), ("__pow", "^")]},
+    **{event: _operators(ops) for event, ops in [("__eq", {"==", "~="}), ("__lt", _ORDER), ("__le", _ORDER)]},
+}
 
 
 def _calls(node, text):

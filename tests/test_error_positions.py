@@ -82,6 +82,11 @@ LUA_ERRORS = {
     "table index is nil": ("local t, k = {}, nil\nt[k] = 1\n", "2:3", "table index is nil"),
     "table index is nil in a constructor": ("local k\nlocal t = {1, [k] = 2}\n", "2:16", "table index is nil"),
     "table index is NaN": ("local t = {}\nlocal n = 0; t[0/0] = 1\n", "2:16", "table index is NaN"),
+    # raised by a metamethod at level 2: the operation it serves (LuaJIT names its frame by the event)
+    "an __index metamethod's error": ('local t = setmetatable({}, {__index = function(t, k) error("no " .. k, 2) end})\n'
+                                      "local v = 1; print(t.key)\n", "2:20", "no key"),
+    "an __add metamethod's error": ('local t = setmetatable({}, {__add = function() error("no add", 2) end})\n'
+                                    "local v = 1; print(v + t)\n", "2:22", "no add"),
     # raised inside a library function: its call
     "a library function's error": ('local n = 1; local s = string.format("%y", n)\n', "1:24",
                                    "invalid option '%y' to 'format'"),
