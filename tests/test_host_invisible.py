@@ -140,6 +140,9 @@ def test_arg_from_the_command_line(tmp_path):
     ("1 << 'x'", "attempt to perform bitwise operation '<<' on a string value"),
     ("~nil", "attempt to perform bitwise operation '~' on a nil value"),
     ("true ~ 1", "attempt to perform bitwise operation '~' on a boolean value"),
+    ("1 & nil", "attempt to perform bitwise operation '&' on a nil value"),  # named the number once
+    ("1 << false", "attempt to perform bitwise operation '<<' on a boolean value"),
+    ("'3' >> nil", "attempt to perform bitwise operation '>>' on a nil value"),
     ("7LL // 2", "attempt to perform '//' on int64 values (divide them with '/', which truncates)"),
     ("7ULL // 2", "attempt to perform '//' on uint64 values (divide them with '/', which truncates)"),
     ("{} // 2", "attempt to perform arithmetic on a table value"),

@@ -27,7 +27,9 @@ local function binary(op, raw)
         if type(a) == "number" and type(b) == "number" then return raw(a, b) end
         local ok, result = pcall(raw, a, b)  -- strings and 64-bit cdata: whatever `bit` takes
         if ok then return result end
-        error(bitwise_error(op, pcall(raw, a, 0) and b or a), 2)  -- the first operand `raw` refused
+        local culprit = a  -- the first operand `raw` refuses (b may be nil or false: no `and/or` here)
+        if pcall(raw, a, 0) then culprit = b end
+        error(bitwise_error(op, culprit), 2)
     end
 end
 
