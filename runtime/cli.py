@@ -37,7 +37,6 @@ import argparse
 import errno
 import importlib
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -49,8 +48,9 @@ from pathlib import Path
 from nupp.deep_stack import with_deep_stack
 from nupp.errors import Diagnostic, InternalError, NuppError, Source
 from nupp.paths import NuppEnvironmentError
-from nupp.runtime.host import LUA_DIR, Host, LuaRunError, display_path
+from nupp.runtime.host import Host, LuaRunError, display_path
 from nupp.runtime.project.config import ProjectError, load_project, run_target
+from nupp.runtime.run_errors import render_run_error
 from nupp.version import __version__
 
 # The compiler is imported by the commands that use it (`nupp run` of cached
@@ -556,36 +556,6 @@ def cmd_crosscheck(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "build": cmd_build, "check": cmd_check, "emit": cmd_emit, "bench": cmd_bench, "crosscheck": cmd_crosscheck}
-
-# "path/file.nupp:12: message" as LuaJIT writes positions
-_LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)
-_TRACE_FRAME = re.compile(r"^\s*(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+):(?P<rest>.*)$")
-
-
-def _is_program_file(path: str) -> bool:
-    """A file of the program's own (the runtime's Lua files are nupp's; LuaJIT
-    shortens a long chunk name to '...tail', which names no file)."""
-    return Path(path).is_file() and LUA_DIR not in Path(path).resolve().parents
-
-
-def render_run_error(err: LuaRunError) -> str:
-    """A Lua run-time error as a diagnostic at its line, plus the program's frames of the traceback."""
-    match = _LUA_POSITION.match(err.message)
-    if match is None or not Path(match["path"]).is_file():
-        text = f"error: {err.message}"
-    else:
-        from nupp.runtime.error_position import column_for, raising_function  # parses: only for an error
-        source = Source.from_file(match["path"])
-        line = int(match["line"])
-        callee = raising_function(err.traceback, match["path"], line)
-        col = column_for(source, line, match["message"], callee)
-        text = Diagnostic(source, line, col, match["message"]).render()
-    frames = [f"  {m['path']}:{m['line']}:{m['rest']}" for m in map(_TRACE_FRAME.match, err.traceback.splitlines())
-              if m is not None and _is_program_file(m["path"])]
-    if len(frames) > 1:
-        text += "\nfrom:\n" + "\n".join(frames)
-    return text
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,7 +1,7 @@
 """An uncaught run-time error as `nupp run` reports it, for a built program
 to report the same text (runtime/project/boot.lua).
 
-`nupp run` renders the error in Python (runtime/cli.py's render_run_error):
+`nupp run` renders the error in Python (render_run_error):
 when the message starts with a position in a program file, the diagnostic at
 that line (Diagnostic.render: header, source line, caret), else `error: ` and
 the message; then, when more than one, the traceback's frames in program
@@ -22,8 +22,48 @@ a build does not know, and a built program has no parser.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from nupp.errors import LINE_BREAK, Diagnostic, Source
+from nupp.runtime.host import LUA_DIR, LuaRunError
+
+# The words of a report, nupp run's and boot.lua's (report_rule): an error
+# without a position in a program file, what heads the frames, a frame.
+UNPOSITIONED = "error: "
+FRAMES_HEADING = "\nfrom:\n"
+FRAME_FORMAT = "  %s:%s:%s"  # path, line, the rest of LuaJIT's frame (Python's % and Lua's format alike)
+
+# "path/file.nupp:12: message" as LuaJIT writes positions, and a traceback's frame
+_LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)
+_TRACE_FRAME = re.compile(r"^\s*(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+):(?P<rest>.*)$")
+
+
+def render_run_error(err: LuaRunError) -> str:
+    """A Lua run-time error as `nupp run` shows it: the diagnostic at its line, its
+    caret under the construct that failed (runtime/error_position.py), plus the
+    program's frames of the traceback."""
+    match = _LUA_POSITION.match(err.message)
+    if match is None or not Path(match["path"]).is_file():
+        text = UNPOSITIONED + err.message
+    else:
+        from nupp.runtime.error_position import column_for, raising_function  # parses: only for an error
+        source = Source.from_file(match["path"])
+        line = int(match["line"])
+        callee = raising_function(err.traceback, match["path"], line)
+        col = column_for(source, line, match["message"], callee)
+        text = Diagnostic(source, line, col, match["message"]).render()
+    frames = [FRAME_FORMAT % (m["path"], m["line"], m["rest"])
+              for m in map(_TRACE_FRAME.match, err.traceback.splitlines())
+              if m is not None and _is_program_file(m["path"])]
+    if len(frames) > 1:
+        text += FRAMES_HEADING + "\n".join(frames)
+    return text
+
+
+def _is_program_file(path: str) -> bool:
+    """A file of the program's own (the runtime's Lua files are nupp's; LuaJIT
+    shortens a long chunk name to '...tail', which names no file)."""
+    return Path(path).is_file() and LUA_DIR not in Path(path).resolve().parents
 
 # Where a message's position names a file whose lines a diagnostic can show:
 # render_run_error's patterns.  The path runs to the first ':' and ends in
@@ -44,7 +84,7 @@ def report_rule() -> dict:
     (path, line, the rest), the words of an error without a program position,
     how a frame is listed and what heads the list (render_run_error's)."""
     return {"position": "^([^\n:]+):(%d+): (.*)$", "frame": "^%s*([^\n:]+):(%d+):(.*)$",
-            "unpositioned": "error: ", "frame_format": "  %s:%s:%s", "frames_heading": "\nfrom:\n"}
+            "unpositioned": UNPOSITIONED, "frame_format": FRAME_FORMAT, "frames_heading": FRAMES_HEADING}
 
 
 def caret_column(line_text: str) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from nupp.runtime.cli import main as cli_main
-from nupp.runtime.cli import render_run_error
+from nupp.runtime.run_errors import render_run_error
 from nupp.runtime.host import Host, LuaRunError
 
 
