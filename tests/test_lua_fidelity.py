@@ -52,6 +52,7 @@ from nupp.runtime import cli
 
 from .conftest import UNDER_CI, require_tool
 from .luagen import programs
+from .luagen_lib import programs as library_programs
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 PROGRAMS = sorted((CORPUS / "fidelity").glob("*.lua")) + sorted((CORPUS / "lua").glob("*.lua"))
@@ -190,3 +191,17 @@ def test_the_comparison_sees_each_part():
     assert luajit(folder / "os_exit.lua") == Outcome(b"written before exit\n", "", 3)
     assert _nupp_message("x.lua:3:7: error: boom: at x.lua:2: y") == "x.lua:3: boom: at x.lua:2: y"
     assert _nupp_message("error: plain") == "plain"
+
+
+@settings(max_examples=200 if UNDER_CI else 30, deadline=None,  # some 60 s under CI on 2 cores
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=library_programs())
+def test_a_library_program_runs_as_under_luajit(tmp_path, text):
+    """A program of the standard library's calls (strings, tables, coroutines,
+    printing, errors: tests/luagen_lib.py), judged as a generated one is."""
+    path = tmp_path / "library.lua"
+    path.write_text(text)
+    expected, got = luajit(path), nupp_in_process(path)
+    if got != expected and lupa_luajit(path) == got:
+        reject()  # the two LuaJIT builds disagree: this program cannot judge nupp
+    assert got == expected, text
