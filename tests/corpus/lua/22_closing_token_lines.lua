@@ -1,0 +1,45 @@
+-- LuaJIT's line for an operation is the line of the last token it read
+-- before emitting it: a closing '}', ']' or ')', or a numeric for's `do`,
+-- on a line of its own.  Error messages name that line.
+local function where(ok, message)
+  return (tostring(message):gsub("^[^:]*:", ""))
+end
+
+print(where(pcall(function()
+  return -
+  {
+  }
+end)))
+
+print(where(pcall(function()
+  return 1 ..
+  {
+  }
+end)))
+
+print(where(pcall(function()
+  local t = {}
+  return t[1
+  ][2
+  ]
+end)))
+
+print(where(pcall(function()
+  return (nil
+  ) + 1
+end)))
+
+print(where(pcall(function()
+  for i = 1, "x"
+  do end
+end)))
+
+print(where(pcall(function()
+  for i = 1, 2, {}
+  do end
+end)))
+
+print(where(pcall(function()
+  return ({}) < ({}
+  )
+end)))
