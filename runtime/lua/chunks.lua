@@ -33,6 +33,7 @@ local internals = ...
 local G = _G
 local loadstring, setfenv, getmetatable, pairs = loadstring, setfenv, debug.getmetatable, pairs
 local tostring, type, traceback, getinfo = tostring, type, debug.traceback, debug.getinfo
+local pcall, rawget = pcall, rawget
 local byte, format, match, gmatch, sub = string.byte, string.format, string.match, string.gmatch, string.sub
 local concat = table.concat
 local stdout, io_type = io.stdout, io.type
@@ -57,13 +58,19 @@ end
 -- lua.c's report: strings and numbers as they are, an object with a
 -- __tostring metamethod as its string, anything else named by what it is not.
 -- (luajit prints nothing at all for a nil error object; nupp says so.)
+-- A __tostring that fails fails luajit's handler: its error is LuaJIT's
+-- "error in error handling" (LJ_ERR_ERRERR).
 local function error_text(e)
     local kind = type(e)
     if kind == "string" or kind == "number" then return tostring(e) end
     if e == nil then return "(error object is nil)" end
     local meta = getmetatable(e)
-    local text = meta and meta.__tostring and meta.__tostring(e)
+    local to_string = meta and rawget(meta, "__tostring") -- as luaL_callmeta reads it
+    if not to_string then return "(error object is not a string)" end
+    local ok, text = pcall(to_string, e)
+    if not ok then return "error in error handling" end
     if type(text) == "string" or type(text) == "number" then return tostring(text) end
+    if text == nil then return "(error object is nil)" end -- luajit reports what __tostring returned
     return "(error object is not a string)"
 end
 
