@@ -34,7 +34,7 @@ from functools import lru_cache
 from nupp.compiled import NativeModule
 from nupp.frontend import ast
 from nupp.emit_lua.aot_to_lua import BIT, OPS_TABLE, AotToLua
-from nupp.errors import Source, error_at, source_bytes
+from nupp.errors import Source, error_at, first_non_blank_column, source_bytes
 from nupp.frontend.lower import FrontEnd
 from nupp.frontend.printer import LuaWriter, lua_string
 from nupp.frontend.types import CTYPE_PATTERNS, SPAN_KINDS, lua_type_pattern_names
@@ -70,8 +70,7 @@ def check_loads(source: Source, lua: str) -> None:
     line, message = _LOAD_ERROR.fullmatch(refusal.decode("utf-8", "surrogateescape")).groups()
     line_text = source.line_text(int(line))
     near = re.search(r" near '(.*)'$", message)
-    col = line_text.find(near[1]) + 1 if near and near[1] in line_text else \
-        len(line_text) - len(line_text.lstrip()) + 1
+    col = line_text.find(near[1]) + 1 if near and near[1] in line_text else first_non_blank_column(line_text)
     hint = _NESTS_TOO_DEEP if "syntax levels" in message or "too complex" in message else None
     raise error_at(source, int(line), col, message, hint)
 

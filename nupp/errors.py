@@ -70,6 +70,14 @@ def displayable(text: str) -> str:
 _UNDECODED_BYTES = {0xDC80 + b: "\ufffd" for b in range(128)}  # surrogateescape's range
 
 
+def first_non_blank_column(line_text: str) -> int:
+    """The column of a line's first non-blank character as a diagnostic shows
+    the line (a BOM is not shown, so not counted): where a caret goes when
+    nothing finer is known (LuaJIT reports a line only)."""
+    shown = line_text.removeprefix("\ufeff")
+    return len(shown) - len(shown.lstrip()) + 1
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """One message about a position in a source (line and column are 1-based)."""

@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nupp.errors import LINE_BREAK, NuppError, Source
+from nupp.errors import LINE_BREAK, NuppError, Source, first_non_blank_column
 from nupp.frontend import ast
 from nupp.frontend.literals import decode_string
 
@@ -59,7 +59,7 @@ def column_for(source: Source, line: int, message: str, callee: str | None = Non
             col = _best_column(query, on_line, text, line)
             if col is not None:
                 return col
-    return _first_non_blank(source.line_text(line).removeprefix("\ufeff"))
+    return first_non_blank_column(source.line_text(line))
 
 
 def raising_function(traceback: str, path: str, line: int) -> str | None:
@@ -379,15 +379,11 @@ class _Text:
 
     def first_non_blank(self, line: int) -> int:
         end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        return _first_non_blank(self.text[self.line_starts[line - 1]:end])
+        return first_non_blank_column(self.text[self.line_starts[line - 1]:end])
 
 
 # blanks (Lua's), a long comment (`--[==[ ... ]==]`), a line comment
 _TRIVIA = re.compile(r"[ \t\n\v\f\r]+|--\[(?P<eq>=*)\[.*?\](?P=eq)\]|--[^\r\n]*", re.S)
-
-
-def _first_non_blank(line_text: str) -> int:
-    return len(line_text) - len(line_text.lstrip()) + 1
 
 
 @lru_cache(maxsize=16)

@@ -14,9 +14,14 @@ Diagnostic.render makes it: the one rule boot.lua holds itself, as the
 message is known only then) and joins the frames.  tests/test_build_errors.py
 compares the two programs' texts for each shape of error.
 
-The one difference is the caret's column (caret_column): `nupp run` finds
-the construct that failed from the message (runtime/error_position.py), which
-a build does not know, and a built program has no parser.
+The one difference is the caret's column: `nupp run` finds the construct
+that failed from the message (runtime/error_position.py), which a build does
+not know, and a built program has no parser: its caret is at the line's
+first non-blank column, where nupp run's is when the message names nothing
+it finds there.  Pointing at the construct would need a column per line and
+kind of message: line_reports would render a diagnostic for each, and
+boot.lua would classify the message by patterns rendered from
+error_position's.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nupp.errors import LINE_BREAK, Diagnostic, Source
+from nupp.errors import LINE_BREAK, Diagnostic, Source, first_non_blank_column
 from nupp.runtime.host import LUA_DIR, LuaRunError
 
 # The words of a report, nupp run's and boot.lua's (report_rule): an error
@@ -87,18 +92,6 @@ def report_rule() -> dict:
             "unpositioned": UNPOSITIONED, "frame_format": FRAME_FORMAT, "frames_heading": FRAMES_HEADING}
 
 
-def caret_column(line_text: str) -> int:
-    """The column a built program's caret points at on a line: its first
-    non-blank character (LuaJIT reports only a line), where `nupp run` points
-    when the message names nothing it finds on the line.  Pointing at the
-    construct needs a column per line and kind of message (what
-    error_position.column_for reads of one): line_reports would render a
-    diagnostic for each, and boot.lua would classify the message.  (A BOM
-    is not shown, and so not counted: Diagnostic.render.)"""
-    shown = line_text.removeprefix("\ufeff")
-    return len(shown) - len(shown.lstrip()) + 1
-
-
 # Diagnostic.render with this as the message: where the message goes (a path
 # or a source line may hold any other character, but not NUL in a path, which
 # comes first).
@@ -114,7 +107,7 @@ def line_reports(source: Source, lines: int) -> list[tuple[str, str]]:
     reports = []
     for line in range(1, lines + 1):
         text = texts[line - 1] if line <= len(texts) else ""
-        before, after = Diagnostic(split, line, caret_column(text), _MESSAGE).render().split(_MESSAGE, 1)
+        before, after = Diagnostic(split, line, first_non_blank_column(text), _MESSAGE).render().split(_MESSAGE, 1)
         reports.append((before, after))
     return reports
 
