@@ -64,8 +64,15 @@ TONUMBER_TEXTS = ('"  10  "', '"0x10"', '"1e2"', '"z"', '"7fffffff"', '"-ff"', '
 FORMATS = ("%q", "%s", "%d", "%x", "%X", "%o", "%c", "%e", "%g", "%.3f", "%5.2s", "%-6s|", "%+d", "%05d",
            "%.14g", "%%", "%i", "%5.1f")
 LUA_NEWLINE = "'\\n'"
-ERROR_VALUES = ('"msg"', "42", "nil", "{code = 7}", "true",
-                "setmetatable({code = 8}, {__tostring = function() return 'obj' end})")
+ERROR_VALUES = ('"msg"', "42", "nil", "{code = 7}", "true", "2.5",
+                "setmetatable({code = 8}, {__tostring = function() return 'obj' end})",
+                "setmetatable({code = 9}, {__tostring = function() return nil end})",
+                "setmetatable({code = 10}, {__tostring = function() error('in __tostring') end})")
+
+
+def unprotected(draw) -> bool:
+    """Whether a statement calls directly, so that its error ends the program (one in six)."""
+    return draw(st.integers(0, 5)) == 0
 
 
 def ints(low: int, high: int):
@@ -88,12 +95,14 @@ def pattern(draw) -> str:
 def call(draw, name: str, first: str, args: list[str]) -> str:
     """string.NAME(first, args) in one of the forms a program writes it."""
     form = draw(st.integers(0, 3))
+    separator = draw(st.sampled_from((", ", ", ", ", ", ",\n  ")))  # an error is at the line of the call's '('
     if form == 0:
-        return f"string.{name}({', '.join([first, *args])})"
+        return f"string.{name}({separator.join([first, *args])})"
     if form == 1:  # LuaJIT names no function in the message of its bad argument: '?'
-        return f"pcall(string.{name}, {', '.join([first, *args])})"
+        return f"pcall(string.{name}, {separator.join([first, *args])})"
     receiver = first if first in ("s", "t") else f"({first})"
-    return f"{receiver}:{name}({', '.join(args)})"
+    gap = draw(st.sampled_from(("", "", "\n")))  # the receiver on the line before
+    return f"{receiver}{gap}:{name}({separator.join(args)})"
 
 
 # ---- strings ----------------------------------------------------------------------
@@ -185,12 +194,14 @@ def table_step(draw, size: int) -> tuple[str, int]:
     if kind == 5:
         i, j = draw(st.integers(-1, size + 1)), draw(st.integers(0, size + 1))
         return f"print(select('#', unpack(t, {i}, {j})), unpack(t, {i}, {j}))", size
-    return f"print(#t, t[#t], select({draw(st.sampled_from(('-1', '2', '#t > 0 and #t or 1')))}, unpack(t)))", size
+    index = draw(st.sampled_from(("-1", "-2", "2", "'#'", "#t > 0 and #t or 1")))
+    return f"print(#t, t[#t], select({index}, unpack(t)))", size
 
 
 @st.composite
 def table_block(draw) -> str:
-    elements = draw(st.lists(st.sampled_from(("1", "5", "3", "2.5", "-1", "1/3", "10")), max_size=5))
+    elements = draw(st.lists(st.sampled_from(("1", "5", "3", "2.5", "-1", "1/3", "10", "2^53", "-0.0", "0/0", "'s'")),
+                             max_size=5))
     lines, size = [f"local t = {{{', '.join(elements)}}}"], len(elements)
     for _ in range(draw(st.integers(1, 5))):
         step, size = draw(table_step(size))
@@ -226,8 +237,8 @@ def sort_block(draw) -> str:
 
 @st.composite
 def printing(draw) -> str:
-    values = draw(st.lists(st.sampled_from(NUMBERS + ("true", "false", "nil", '"x"')), min_size=0, max_size=4))
-    kind = draw(st.integers(0, 4))
+    values = draw(st.lists(st.one_of(st.sampled_from(NUMBERS + ("true", "false", "nil")), subject()), max_size=4))
+    kind = draw(st.integers(0, 7))
     if kind == 0:
         return f"print({', '.join(values)})"
     if kind == 1:
@@ -236,6 +247,20 @@ def printing(draw) -> str:
         return f"io.write({', '.join([*values, LUA_NEWLINE])})"  # a boolean or nil is io.write's bad argument
     if kind == 3:
         return f"print(tostring({draw(st.sampled_from(NUMBERS + ('true', 'nil', 'print == print')))}))"
+    if kind == 4:  # print calls the global tostring, whatever it is now
+        replacement = draw(st.sampled_from(("function(v) return '<' .. real(v) .. '>' end",
+                                            "function(v) return 7 end", "function(v) return nil end",
+                                            "function(v) error('no tostring', 2) end", "nil")))
+        return (f"local real = tostring tostring = {replacement} "
+                f"print(pcall({', '.join(['print', *values])})) tostring = real")
+    if kind == 5:
+        strings = [v for v in values if v not in ("true", "false", "nil")]
+        writer = draw(st.sampled_from(("io.stdout", "io.output()", "io.write('[')")))
+        return f"{writer}:write({', '.join([*strings, LUA_NEWLINE])})"
+    if kind == 6:  # a table's __tostring, as print, tostring and %s call it
+        made = draw(st.sampled_from(("'made'", "42", "nil", "true", "error('in __tostring')")))  # a table would show its address
+        return (f"local o = setmetatable({{}}, {{__tostring = function() return {made} end}}) "
+                f"print(pcall(print, o)) show(pcall(tostring, o)) show(pcall(string.format, '%s|', o))")
     base = draw(st.sampled_from(("", ", 10", ", 16", ", 2", ", 36", ", 8", ", 1", ", 37")))
     return f"print(tonumber({draw(st.sampled_from(TONUMBER_TEXTS))}{base}))"
 
@@ -262,7 +287,11 @@ def coroutine_step(draw) -> str:
     if kind == 6:
         return "print(coroutine.status((coroutine.running())), coroutine.isyieldable(), select('#', coroutine.running()))"
     if kind == 7:
-        return "print(coroutine.resume((coroutine.running())))"
+        return draw(st.sampled_from((
+            "print(coroutine.resume((coroutine.running())))",
+            "local me = coroutine.running() "
+            "print('child', coroutine.resume(coroutine.create(function() return coroutine.status(me), coroutine.resume(me) end)))",
+            "local me = coroutine.running() print('child', pcall(coroutine.wrap(function() return coroutine.status(me), coroutine.resume(me) end)))")))
     if kind == 8:
         return ("local inner = coroutine.wrap(function(x) coroutine.yield(x + 1) coroutine.yield(x + 2) return 'end' end) "
                 "print('inner', inner(1), inner(), inner())")
@@ -306,15 +335,35 @@ def coroutine_block(draw) -> str:
         lines = [f"local gen = coroutine.wrap({body})"]
         for _ in range(resumes):
             values = draw(plain_values())
-            lines.append(draw(st.sampled_from((f"show(pcall({', '.join(['gen', *values])}))",
-                                               f"show(gen({', '.join(values)}))"))))
+            lines.append(f"show(gen({', '.join(values)}))" if unprotected(draw)
+                         else f"show(pcall({', '.join(['gen', *values])}))")
         return "\n".join(lines)
     if kind == 2:
         loop = f"for a, b in coroutine.wrap({body}) do print('it', a, b) end"
-        return draw(st.sampled_from((loop, f"show(pcall(function()\n{loop}\nend))")))
+        return loop if unprotected(draw) else f"show(pcall(function()\n{loop}\nend))"
     # the wrap function calls itself: resuming a running coroutine
     return ("local again\nagain = coroutine.wrap(function() coroutine.yield(1) print(pcall(again)) again() end)\n"
             "print(again()) show(pcall(again))")
+
+
+@st.composite
+def nested_generators(draw) -> str:
+    """A generator of generators DEPTH deep (each resume nests one more, under
+    the C-stack guard), and maybe an error at the bottom that crosses every
+    level: a string gains a position at each coroutine.wrap."""
+    depth = draw(st.integers(1, 40))
+    bottom = draw(st.sampled_from(("", "", "error('bottom')", "error('bottom', 2)", "error({code = 3})",
+                                   "local z = nil .. 'x'")))
+    loop = "for v in walk(DEPTH) do io.write(v, ' ') end print()".replace("DEPTH", str(depth))
+    return "\n".join([
+        "local function walk(n)",
+        "  return coroutine.wrap(function()",
+        f"    if n == 0 then {bottom} return end",
+        "    for v in walk(n - 1) do coroutine.yield(v) end",
+        "    coroutine.yield(n)",
+        "  end)",
+        "end",
+        loop if unprotected(draw) else f"show(pcall(function() {loop} end))"])
 
 
 # ---- errors -------------------------------------------------------------------------
@@ -337,7 +386,8 @@ def error_statement(draw) -> str:
         return f"print(pcall(function() return {draw(st.sampled_from(BAD_CALLS))} end))"
     if kind == 1:
         handler = draw(st.sampled_from(("function(m) return 'handled: ' .. describe(m) end",
-                                        "function(m) return m end", "describe")))
+                                        "function(m) return m end", "describe",
+                                        "function(m) error('again') end", "function(m) return 1, 2, 3 end")))
         thrown = draw(st.sampled_from(ERROR_VALUES))
         level = draw(st.integers(0, 3))
         return f"show(xpcall(function(...) error({thrown}, {level}) end, {handler}, 1, 2))"
@@ -367,7 +417,7 @@ end"""
 def library_call(draw) -> str:
     """A string expression printed: directly (its error ends the program) or under pcall."""
     expression = draw(string_call())
-    if draw(st.integers(0, 4)) == 0:
+    if unprotected(draw):
         return f"print({expression})"
     return draw(st.sampled_from((f"show(pcall(function() return {expression} end))",
                                  f"print(pcall(function() return {expression} end))")))
@@ -377,14 +427,14 @@ def library_call(draw) -> str:
 def statement(draw) -> str:
     family = draw(st.sampled_from((library_call, library_call, library_call, gmatch_loop, table_block,
                                    sort_block, printing, printing, coroutine_block, coroutine_block,
-                                   error_statement)))
+                                   nested_generators, error_statement)))
     return "do\n" + draw(family()) + "\nend"
 
 
 @st.composite
 def ending(draw) -> str:
     """Nothing, or an error nobody catches, from the library or a coroutine."""
-    kind = draw(st.integers(0, 5))
+    kind = draw(st.integers(0, 8))
     if kind == 0:
         return draw(st.sampled_from(BAD_CALLS))
     if kind == 1:
@@ -396,5 +446,5 @@ def ending(draw) -> str:
 
 @st.composite
 def programs(draw) -> str:
-    lines = [HELPERS, *draw(st.lists(statement(), min_size=1, max_size=6)), draw(ending())]
+    lines = [HELPERS, *draw(st.lists(statement(), min_size=2, max_size=7)), draw(ending())]
     return "\n".join(lines) + "\n"
