@@ -12,6 +12,8 @@ and by `nupp run`, and everything observable must agree.
     <statements>
     [<an uncaught error: error(msg, level) or a run-time error>]
 
+with lines ending in "\\n" or "\\r\\n".
+
 Statements print expressions, reassign the locals, append to `tab`, call
 closures (`count`, a vararg one defined on the spot), and run code under
 pcall: `error` with a string, a number, a table or nil at levels 0 to 5, from
@@ -56,7 +58,7 @@ Between those statements come blocks of one construct family each
     denormals, % with negative operands and math.huge) by print, tostring
     and string.format, and string <-> number coercion in arithmetic,
     concatenation, comparison (its errors) and tonumber with bases;
-  * the lexical surface: long strings and comments of every level, `\z`,
+  * the lexical surface: long strings and comments of every level, `\\z`,
     semicolons, call sugar (f"s", f[[s]]), shadowing in nested `do` blocks
     and of `print`;
   * operators without parentheses over mixed operand types (precedence,
@@ -520,7 +522,8 @@ def operator_expression(draw, depth: int = 0) -> str:
     deeper = operator_expression(depth + 1)
     kind = draw(st.integers(0, 5))
     if kind == 0:
-        text = f"{draw(st.sampled_from(('-', 'not ', '#', '- ')))}{draw(deeper)}"
+        operator, operand = draw(st.sampled_from(('-', 'not ', '#', '- '))), draw(deeper)
+        text = f"{operator} {operand}" if operand.startswith("-") else operator + operand  # not `--`, a comment
     else:
         text = f"{draw(deeper)} {draw(st.sampled_from(BINARY))} {draw(deeper)}"
     return f"({text})" if draw(st.integers(0, 3)) == 0 else text
@@ -540,13 +543,19 @@ FAULTY = ("return 1 + a_nil * 2", "local u = {} return u . x . y", "local u retu
           "local u = setmetatable ( { } , { __index = function ( t , k ) return k + 1 end } ) return u . x",
           "return string . rep ( )", "local t = { 1 , 2 , [ 'k' ] = nil_global . x }", "return ( 1 ) ( )",
           "return s : nope ( )", "local x = 1 x = x + { }", "return tab [ 1 ] [ 2 ]",
-          "for i = 1 , 'x' do end", "for i = 1 , 2 , 0 < 1 do end", "return ( { } ) < ( { } )")
+          "for i = 1 , 'x' do end", "for i = 1 , 2 , 0 < 1 do end", "return ( { } ) < ( { } )",
+          # the kinds of name an error message gives: upvalue, loop variable, parameter, field, global, method
+          "local u return ( function ( ) return u . x end ) ( )", "for i = 1 , 1 do local z = i . x end",
+          "return ( function ( p ) return p . q end ) ( )", "return string . x . y", "a_global . b . c = 1",
+          "function a_global . b . c ( ) end", "local t = { { } } return t [ 1 ] . y . z", "return tab : missing ( )",
+          "local f = 1 return f ( )", "return a . b")
 SEPARATORS = (" ", " ", " ", "\n", "\n  ", " --[[ c ]] ", " -- line comment\n", "\n\n")
 SAME_LINE = (" ", " --[[ c ]] ")
 # A line may not start with a call's '(' (ambiguous syntax).  And not yet with a
-# closing '}', ']' or ')' or a for's `do`: LuaJIT's line for an operation is
-# that of the last token it read, and nupp writes these on the line before
-# (tests/corpus/lua/22_closing_token_lines.lua); draw them once that is fixed.
+# closing '}', ']' or ')', a for's `do` or the name after `function`: LuaJIT's
+# line for an operation is that of the last token it read, and nupp writes
+# these on the line before (tests/corpus/lua/22_closing_token_lines.lua); draw
+# them once that is fixed.
 STAYS_ON_ITS_LINE = ("(", "}", "]", ")", "do")
 
 
@@ -554,8 +563,9 @@ STAYS_ON_ITS_LINE = ("(", "}", "]", ")", "do")
 def layout(draw) -> str:
     tokens = draw(st.sampled_from(FAULTY)).split()
     text = tokens[0]
-    for token in tokens[1:]:
-        text += draw(st.sampled_from(SAME_LINE if token in STAYS_ON_ITS_LINE else SEPARATORS)) + token
+    for previous, token in zip(tokens, tokens[1:]):
+        stays = token in STAYS_ON_ITS_LINE or previous == "function"
+        text += draw(st.sampled_from(SAME_LINE if stays else SEPARATORS)) + token
     return f"print(pcall(function()\n{text}\nend))"
 
 
@@ -587,4 +597,5 @@ def programs(draw) -> str:
              "local function shown(ok, e) if type(e) == 'table' then return ok, e.code end return ok, e end"]
     lines += draw(st.lists(st.one_of(statement(), construct()), min_size=1, max_size=8))
     lines.append(draw(ending()))
-    return "\n".join(lines) + "\n"
+    line_end = draw(st.sampled_from(("\n", "\n", "\n", "\r\n")))  # LuaJIT counts "\r\n" as one line break
+    return ("\n".join(lines) + "\n").replace("\n", line_end)

@@ -1,6 +1,7 @@
 -- LuaJIT's line for an operation is the line of the last token it read
 -- before emitting it: a closing '}', ']' or ')', or a numeric for's `do`,
--- on a line of its own.  Error messages name that line.
+-- on a line of its own, or a function statement's name on a later line than
+-- `function`.  Error messages name that line.
 local function where(ok, message)
   return (tostring(message):gsub("^[^:]*:", ""))
 end
@@ -42,4 +43,10 @@ end)))
 print(where(pcall(function()
   return ({}) < ({}
   )
+end)))
+
+-- a function statement's name on a later line than `function`
+print(where(pcall(function()
+  function
+  a_global.b.c() end
 end)))
