@@ -441,7 +441,24 @@ def ending(draw) -> str:
         return f"coroutine.wrap(function() error({draw(st.sampled_from(ERROR_VALUES))}, {draw(st.integers(0, 2))}) end)()"
     if kind == 2:
         return f"('abc'):gsub('%w', function(c) error('in gsub ' .. c, {draw(st.integers(0, 3))}) end)"
+    if kind == 3:
+        return draw(exit_ending())
     return ""
+
+
+# where os.exit may be called from, and what it may be given
+EXIT_PLACES = ("EXIT", "print(pcall(function() EXIT end))", "coroutine.wrap(function() EXIT end)()",
+               "print(coroutine.resume(coroutine.create(function() EXIT end)))",
+               "('ab'):gsub('.', function() EXIT end)", "table.sort({1, 2, 3}, function() EXIT end)",
+               "xpcall(error, function() EXIT end)")
+EXIT_CODES = ("", "0", "3", "true", "false", "2.7", "'4'", "'x'", "1, true")
+
+
+@st.composite
+def exit_ending(draw) -> str:
+    """os.exit after output not ended by a newline (which it must flush), from some frame."""
+    exit_call = f"os.exit({draw(st.sampled_from(EXIT_CODES))})"
+    return f"io.write('partial') " + draw(st.sampled_from(EXIT_PLACES)).replace("EXIT", exit_call) + " print('after')"
 
 
 @st.composite
