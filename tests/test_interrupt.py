@@ -13,6 +13,7 @@ back: afterwards SIGINT raises KeyboardInterrupt there again.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -284,6 +285,27 @@ EARLY_DELAYS = tuple(round(0.02 + 0.03 * k, 2) for k in range(14))  # 0.02 .. 0.
 PYTHON_START_UP = ("Fatal Python error: init_import_site", "Fatal Python error: init_sys_streams")
 
 
+# What runs before nupp/__main__.py arms its handler: the package's and its own top levels.
+BEFORE_THE_HANDLER = {"__init__.py", "version.py", "paths.py", "__main__.py"}
+_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line \d+, in (?P<function>.*)$', re.M)
+
+
+def before_the_handler(err: str) -> bool:
+    """A KeyboardInterrupt raised while the entry imported nupp/__main__.py: every frame of
+    nupp's at a module's top level, of the files that run before its handler is armed (Python's
+    window: a traceback from the console script's `from nupp.__main__ import main`)."""
+    if not err.rstrip().endswith("\nKeyboardInterrupt") or not err.startswith("Traceback"):
+        return False
+    package = Path(__file__).resolve().parent.parent / "nupp"
+    for frame in _FRAME.finditer(err):
+        path = Path(frame["file"])
+        if path.parent == package and not (frame["function"] == "<module>" and path.name in BEFORE_THE_HANDLER):
+            return False
+        if package in path.parents:  # a subpackage: imported after the handler
+            return False
+    return True
+
+
 def entry_points() -> dict[str, list[str]]:
     """The console script the venv installed (pyproject.toml's [project.scripts]) and `python -m nupp`."""
     return {"nupp": [str(Path(sys.executable).parent / "nupp")], "python -m nupp": [sys.executable, "-m", "nupp"]}
@@ -306,9 +328,12 @@ def interrupted_after(command: list[str], delay: float) -> tuple[int | None, str
 def assert_interrupted_cleanly(status: int, err: str, what: str) -> None:
     """130 and the message; or, in the interpreter's own start-up, before any of nupp runs, what
     Python does there: SIGINT's default action before it has a handler (killed, silent: a shell
-    reports 130), or its fatal error importing `site` (the venv's .pth files)."""
+    reports 130), its fatal error importing `site` (the venv's .pth files), or a KeyboardInterrupt
+    before nupp/__main__.py's first lines armed its handler."""
     if err.startswith(PYTHON_START_UP):
         assert status == 1 and f"{os.sep}nupp{os.sep}" not in err, (what, status, err)  # no frame of nupp's
+        return
+    if status == -signal.SIGINT and before_the_handler(err):  # Python ends by SIGINT then
         return
     assert "Traceback" not in err and "Exception ignored" not in err, (what, err)
     assert (status, err) in ((130, "nupp: interrupted\n"), (-signal.SIGINT, "")), (what, status, err)
@@ -323,6 +348,15 @@ def test_ctrl_c_at_any_moment_of_start_up(programs, entry):
     for delay in EARLY_DELAYS:
         status, _, err = interrupted_after([*command, "run", "--aot", "off", str(programs / "jit_loop.nupp")], delay)
         assert_interrupted_cleanly(status, err, f"{entry}, SIGINT after {delay} s")
+
+
+def test_the_entry_module_arms_its_handler_as_it_is_imported():
+    """The console script's first line imports nupp/__main__.py, then calls main: a SIGINT between
+    the two (or during `python -m nupp`'s run of the module's top level) was a KeyboardInterrupt
+    traceback."""
+    script = "import os, signal, time\nimport nupp.__main__\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "nupp: interrupted\n")
 
 
 def test_ctrl_c_at_any_moment_of_a_short_run(programs):
