@@ -152,8 +152,8 @@ local function diagnostics_of(path)
     return file and file.diagnostics and run_lua(file.diagnostics)
 end
 
--- The program's uncaught error as `nupp run` reports it (runtime/cli.py's
--- render_run_error, by the rule runtime/run_errors.py renders into tree.errors):
+-- The program's uncaught error as `nupp run` reports it (runtime/run_errors.py's
+-- render_run_error, by the rule report_rule renders into tree.errors):
 -- the diagnostic at the message's position in a program file (its caret at
 -- the line's first non-blank column), else "error: " and the message; then,
 -- when there are several, the traceback's frames in program files.  A position
