@@ -59,8 +59,8 @@ Between those statements come blocks of one construct family each
     and string.format, and string <-> number coercion in arithmetic,
     concatenation, comparison (its errors) and tonumber with bases;
   * the lexical surface: long strings and comments of every level, `\\z`,
-    semicolons, call sugar (f"s", f[[s]]), shadowing in nested `do` blocks
-    and of `print`;
+    semicolons, call sugar (f"s", f[[s]]), escapes next to names (a key
+    spelled with escapes), shadowing in nested `do` blocks and of `print`;
   * operators without parentheses over mixed operand types (precedence,
     associativity and the errors' wording);
   * layout: a faulty statement's tokens spread over lines and comments, so
@@ -361,7 +361,7 @@ def closures(draw) -> str:
 
 
 # numeric for: float and negative steps, empty and one-trip ranges, a bound that is a string
-FOR_BOUNDS = ("1", "0", "-1", "3", "2.5", "-2.5", "0.1", "'2'", "10", "-0.0", "1e-3")
+FOR_BOUNDS = ("1", "0", "-1", "3", "2.5", "-2.5", "0.1", "'2'", "10", "-0.0", "1e-3", "0/0")
 FOR_STEPS = ("1", "-1", "2", "-2", "0.5", "-0.25", "0.1", "3", "'1'", "1.5")
 
 
@@ -505,6 +505,9 @@ def lexical(draw) -> str:
                   "local x = x * 2 local y=x..'y'..x print(x,y)",
                   "local t = {s=s};print(t.s..'!'..(t['s']))",
                   "print(type(print), #{'a';'b'}) print'sugar' print[[sugar]] print(('%d'):format(x))",
+                  # escapes next to names: a key spelled with escapes is the same key
+                  "local k = {A = 'a', ['\\0'] = 'nul', ['\\n'] = 'nl'} print(k['\\65'], k['\\x41']..k.A..k['\\0'], k[\"\\10\"])",
+                  "print('\\65\\t\\x42'..x..'\\\\'..#'\\0\\0')",
                   "do local print = function(...) io.write('shadowed ', select('#', ...), '\\n') end print(1, 2) end",
                   "print(select('#'))")
 
@@ -552,19 +555,20 @@ FAULTY = ("return 1 + a_nil * 2", "local u = {} return u . x . y", "local u retu
 SEPARATORS = (" ", " ", " ", "\n", "\n  ", " --[[ c ]] ", " -- line comment\n", "\n\n")
 SAME_LINE = (" ", " --[[ c ]] ")
 # A line may not start with a call's '(' (ambiguous syntax).  And not yet with a
-# closing '}', ']' or ')', a for's `do` or the name after `function`: LuaJIT's
-# line for an operation is that of the last token it read, and nupp writes
-# these on the line before (tests/corpus/lua/22_closing_token_lines.lua); draw
-# them once that is fixed.
+# closing '}', ']' or ')', a for's `do` or a part of a function statement's
+# name: LuaJIT's line for an operation is that of the last token it read, and
+# nupp writes these on the line before (tests/corpus/lua/22_closing_token_lines.lua);
+# draw them once that is fixed.
 STAYS_ON_ITS_LINE = ("(", "}", "]", ")", "do")
 
 
 @st.composite
 def layout(draw) -> str:
     tokens = draw(st.sampled_from(FAULTY)).split()
-    text = tokens[0]
-    for previous, token in zip(tokens, tokens[1:]):
-        stays = token in STAYS_ON_ITS_LINE or previous == "function"
+    text, in_function_name = tokens[0], tokens[0] == "function"
+    for token in tokens[1:]:
+        in_function_name = in_function_name and token != "("
+        stays = token in STAYS_ON_ITS_LINE or in_function_name
         text += draw(st.sampled_from(SAME_LINE if stays else SEPARATORS)) + token
     return f"print(pcall(function()\n{text}\nend))"
 

@@ -1,7 +1,7 @@
 -- LuaJIT's line for an operation is the line of the last token it read
 -- before emitting it: a closing '}', ']' or ')', or a numeric for's `do`,
--- on a line of its own, or a function statement's name on a later line than
--- `function`.  Error messages name that line.
+-- on a line of its own, or a function statement's name, or a part of it, on
+-- a later line than `function`.  Error messages name that line.
 local function where(ok, message)
   return (tostring(message):gsub("^[^:]*:", ""))
 end
@@ -45,8 +45,14 @@ print(where(pcall(function()
   )
 end)))
 
--- a function statement's name on a later line than `function`
+-- a function statement's name on a later line than `function`, and its
+-- parts on lines of their own
 print(where(pcall(function()
   function
   a_global.b.c() end
+end)))
+
+print(where(pcall(function()
+  function a_global
+  .b.c() end
 end)))
