@@ -376,7 +376,9 @@ BAD_CALLS = ("string.sub()", "string.sub(nil, 1)", "('x'):rep('a')", "string.rep
              "('abc'):gsub('.', '%2')", "coroutine.resume(1)", "coroutine.wrap(1)", "coroutine.status(nil)",
              "coroutine.yield(1)", "unpack(nil)", "unpack({}, 1, 1e8)", "tonumber('10', 99)", "('x'):byte(1, 'z')",
              "string.upper({})", "table.remove(nil)", "error()", "error('lvl', 1)", "error('lvl', 2)",
-             "string.gsub('abc', 'b', true)", "io.write({})", "print(#nil)")
+             "string.gsub('abc', 'b', true)", "io.write({})", "print(#nil)", "s:nosuch()", "('x'):nosuch(1)",
+             "string.nosuch()", "nosuch.x", "s.len()", "(s):rep(2, {})", "string.format('%5.2q', 'x')",
+             "string.format('%' .. string.rep('9', 5) .. 'd', 1)", "math.max()", "select('#')")
 
 
 @st.composite
@@ -423,11 +425,24 @@ def library_call(draw) -> str:
                                  f"print(pcall(function() return {expression} end))")))
 
 
+# the script's arguments ("alpha", "", "3" in the fidelity test) through the library
+ARGUMENT_USES = ("print(select('#', ...), ...)", "print(#arg, arg[0], arg[1], arg[2] == '', arg[4])",
+                 "print(arg[1]:upper():rep(2, '-'), (select(3, ...)) + 1, tonumber(arg[3], 16))",
+                 "for i, v in ipairs(arg) do io.write(i, '=', v, ' ') end print()",
+                 "print(table.concat({...}, '|'), table.concat(arg, ',', 1, #arg))",
+                 "print(pcall(string.rep, ...))", "print(string.format('%q %s %d', ...))")
+
+
+@st.composite
+def arguments(draw) -> str:
+    return draw(st.sampled_from(ARGUMENT_USES))
+
+
 @st.composite
 def statement(draw) -> str:
     family = draw(st.sampled_from((library_call, library_call, library_call, gmatch_loop, table_block,
                                    sort_block, printing, printing, coroutine_block, coroutine_block,
-                                   nested_generators, error_statement)))
+                                   nested_generators, error_statement, arguments)))
     return "do\n" + draw(family()) + "\nend"
 
 
