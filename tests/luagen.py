@@ -551,7 +551,13 @@ FAULTY = ("return 1 + a_nil * 2", "local u = {} return u . x . y", "local u retu
           "local u return ( function ( ) return u . x end ) ( )", "for i = 1 , 1 do local z = i . x end",
           "return ( function ( p ) return p . q end ) ( )", "return string . x . y", "a_global . b . c = 1",
           "function a_global . b . c ( ) end", "local t = { { } } return t [ 1 ] . y . z", "return tab : missing ( )",
-          "local f = 1 return f ( )", "return a . b")
+          "local f = 1 return f ( )", "return a . b",
+          # conditions, multiple assignment, table keys, chained comparisons, library argument checks
+          "while nil_global . x do end", "repeat local q = 1 until q . x", "if nil_global . x then end",
+          "local a , b = 1 , nil_global . x", "return { 1 , 2 } .. 'x'", "return # { } + { }",
+          "local t = { } t [ nil ] = 1", "local t = { } t [ 0 / 0 ] = 1", "return 1 < 2 < 3", "return - 'x'",
+          "return 2 ^ { }", "return ( 'a' ) : bad ( )", "return select ( -5 , 1 )",
+          "return setmetatable ( 1 , { } )", "return ( { } ) . x . y", "return not nil_global . x")
 SEPARATORS = (" ", " ", " ", "\n", "\n  ", " --[[ c ]] ", " -- line comment\n", "\n\n")
 SAME_LINE = (" ", " --[[ c ]] ")
 # A line may not start with a call's '(' (ambiguous syntax).  And not yet with a
