@@ -65,6 +65,9 @@ Between those statements come blocks of one construct family each
     associativity and the errors' wording);
   * layout: a faulty statement's tokens spread over lines and comments, so
     that the line each error names is compared.
+
+`python -m tests.luagen_campaign N SEED FOLDER` runs N programs outside
+pytest's budget and keeps each difference.
 """
 
 from __future__ import annotations
