@@ -71,7 +71,7 @@ TONUMBER_TEXTS = ('"  10  "', '"0x10"', '"1e2"', '"z"', '"7fffffff"', '"-ff"', '
 FORMATS = ("%q", "%s", "%d", "%x", "%X", "%o", "%c", "%e", "%g", "%.3f", "%5.2s", "%-6s|", "%+d", "%05d",
            "%.14g", "%%", "%i", "%5.1f")
 LUA_NEWLINE = "'\\n'"
-ERROR_VALUES = ('"msg"', "42", "nil", "{code = 7}", "true", "2.5",
+ERROR_VALUES = ('"msg"', "42", "nil", "{code = 7}", "true", "2.5", '"x.lua:99: a position of nothing"', "'\\n'",
                 "setmetatable({code = 8}, {__tostring = function() return 'obj' end})",
                 "setmetatable({code = 9}, {__tostring = function() return nil end})",
                 "setmetatable({code = 10}, {__tostring = function() error('in __tostring') end})")
@@ -386,7 +386,7 @@ BAD_CALLS = ("string.sub()", "string.sub(nil, 1)", "('x'):rep('a')", "string.rep
              "coroutine.yield(1)", "unpack(nil)", "unpack({}, 1, 1e8)", "tonumber('10', 99)", "('x'):byte(1, 'z')",
              "string.upper({})", "table.remove(nil)", "error()", "error('lvl', 1)", "error('lvl', 2)",
              "string.gsub('abc', 'b', true)", "io.write({})", "print(#nil)", "s:nosuch()", "('x'):nosuch(1)",
-             "string.nosuch()", "nosuch.x", "s.len()", "(s):rep(2, {})", "string.format('%5.2q', 'x')",
+             "string.nosuch()", "print(nosuch.x)", "s.len()", "(s):rep(2, {})", "string.format('%5.2q', 'x')",
              "string.format('%' .. string.rep('9', 5) .. 'd', 1)", "math.max()", "select('#')")
 
 
