@@ -11,7 +11,7 @@ print(("f(a(b)c)d"):match("%b()"), ("hello world"):gsub("%f[%w]%w+", "<%0>"), ("
 print(string.gsub("hello world", "o", "0", 0), string.gsub("abc", "", "-"), string.gsub("abc", "%w", "%0%0", 2))
 print(string.gsub("abc", ".", { a = 1, b = false }), pcall(string.gsub, "abc", ".", { a = {} }))
 print(string.gsub("a b c", "%a", function(c) if c ~= "b" then return c:upper() end end))
-print(string.format("%q", "\r\n\0\1\127\255"), string.format("%5.2s|%-5.1s|", "abc", "xyz"), string.format("%c%c", 72, 105))
+print(string.format("%q", "\r\n\0\1\127"), string.format("%5.2s|%-5.1s|", "abc", "xyz"), string.format("%c%c", 72, 105))
 print(string.format("%d %x %X %o %+d %05d %e %g", 42, 255, 255, 8, 3, -7, 1 / 3, 1e20))
 print(tonumber("0x"), tonumber("0x1p4"), tonumber("1e"), tonumber(" 0x10 ", 16), tonumber("10", 36))
 print(tonumber("zz", 36), tonumber("-zz", 36), tonumber("1.5", 10), tonumber("8", 8), tonumber("  12\n"))
