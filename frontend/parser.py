@@ -463,7 +463,7 @@ def _check_call_line(callee_end, args: _Args) -> None:
     """LuaJIT refuses a '(' on a later line than the function it would call:
     `f` then `(g)()` on the next line reads as one call but was likely meant as two statements."""
     if args.open_paren is not None and args.open_paren.line != _end(callee_end)[0]:
-        raise _Refusal(_tok_span(args.open_paren), "ambiguous syntax (function call x new statement)",
+        raise _Refusal(_tok_span(args.open_paren), "ambiguous syntax (function call x new statement) near '('",
                        "put the '(' on the line of the expression it calls, or start the new "
                        "statement with ';'")
 

@@ -116,7 +116,7 @@ class Writer:
         self.write(word)
 
     def reach_end(self, node) -> None:
-        """Called before a closing keyword; the pretty printer ignores positions."""
+        """Called before a closing keyword or bracket; the pretty printer ignores positions."""
 
     def chunk(self, chunk: ast.Chunk) -> str:
         for i, stat in enumerate(chunk.body.stats):
@@ -330,6 +330,7 @@ class Writer:
     def expr_Paren(self, e) -> None:
         self.write("(")
         self.expr(e.expr)
+        self.reach_end(e)
         self.write(")")
 
     def expr_BinOp(self, e: ast.BinOp) -> None:
@@ -350,13 +351,16 @@ class Writer:
 
     def expr_Index(self, e: ast.Index) -> None:
         self.prefix(e.obj)
-        self.bracketed(e.key)
+        self.bracketed(e.key, e)
 
-    def bracketed(self, key) -> None:
+    def bracketed(self, key, closed=None) -> None:
+        """`[key]`; its `]` where `closed` (the node it ends) ends."""
         # `t[ [[k]] ]`: without the spaces `[[[k]]` would lex as a long string
         pad = " " if isinstance(key, ast.String) and key.raw.startswith("[") else ""
         self.write("[" + pad)
         self.expr(key)
+        if closed is not None:
+            self.reach_end(closed)
         self.write(pad + "]")
 
     def expr_Field(self, e: ast.Field) -> None:
@@ -377,14 +381,13 @@ class Writer:
     def call_args(self, call) -> None:
         self.write("(")
         self.exprs(call.args)
+        self.reach_end(call)
         self.write(")")
 
     def expr_Table(self, e: ast.Table) -> None:
-        if not e.fields:
-            self.write("{}")
-            return
         self.write("{")
         self.comma_list(e.fields, self.table_field)
+        self.reach_end(e)
         self.write("}")
 
     def table_field(self, f: ast.TableField) -> None:

@@ -57,7 +57,10 @@ from .luagen_lib import programs as library_programs
 CORPUS = Path(__file__).resolve().parent / "corpus"
 PROGRAMS = sorted((CORPUS / "fidelity").glob("*.lua")) + sorted((CORPUS / "lua").glob("*.lua"))
 ARGS = ("alpha", "", "3")
-EXPECTED_DIFFERENCES: dict[str, str] = {}  # a program's name -> why nupp differs (none now)
+EXPECTED_DIFFERENCES: dict[str, str] = {  # a program's name -> why nupp differs
+    "for_do_and_function_name_lines.lua": "the syntax tree keeps no position of a numeric for's `do` nor of a "
+                                          "function statement's name parts: an error there names the line before",
+}
 TIMEOUT = 300
 
 
