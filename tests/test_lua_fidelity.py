@@ -130,25 +130,44 @@ def nupp_in_process(path: Path, args=ARGS) -> Outcome:
         return _outcome(out.read(), stderr, status, _nupp_message)
 
 
+# lupa's LuaJIT bare (none of nupp's runtime), running the script as luajit.c does: `arg`, the
+# arguments as `...`, and an uncaught error reported by its traceback() and report(): a
+# non-string error object replaced by what its __tostring returns (nil: nothing printed), else
+# "(error object is not a string)".  Not nupp's Host: a bug in nupp's report would pass for a
+# difference of the two LuaJIT builds.
 _LUPA_LUAJIT = """
 import sys
-from pathlib import Path
-from nupp.runtime.host import Host, LuaRunError
+import lupa.luajit21 as lupa
 name, *args = sys.argv[1:]
-host = Host(search_path=[Path.cwd()])
-host.lua.globals()["arg"] = host.lua.table_from({i: a for i, a in enumerate([name, *args])})
-try:
-    host.run_lua(Path(name).read_bytes().decode("utf-8", "surrogateescape"), "@" + name, tuple(args))
-except LuaRunError as err:
-    host.flush_output()
-    sys.stderr.buffer.write(("luajit: " + err.message + "\\n").encode("utf-8", "surrogateescape"))
+lua = lupa.LuaRuntime(encoding=None, unpack_returned_tuples=True)
+lua.globals()[b"arg"] = lua.table_from({i: a.encode("utf-8", "surrogateescape")
+                                        for i, a in enumerate([name, *args])})
+run = lua.eval(b'''function(name, ...)
+    local chunk, problem = loadfile(name)
+    if not chunk then return false, problem end
+    local function as_string(v) return type(v) == "number" and tostring(v) or v end
+    return xpcall(chunk, function(e)
+        if type(e) == "string" or type(e) == "number" or e == nil then return as_string(e) end
+        local meta = debug.getmetatable(e)
+        local show = meta and rawget(meta, "__tostring")
+        if show == nil then return e end
+        return as_string((show(e)))
+    end, ...)
+end''')
+outcome = run(name.encode(), *(a.encode("utf-8", "surrogateescape") for a in args))
+ok, *rest = outcome if isinstance(outcome, tuple) else (outcome,)
+lua.eval(b"io.stdout:flush()")
+if not ok:
+    message = rest[0] if rest else None
+    if message is not None:
+        text = message if isinstance(message, bytes) else b"(error object is not a string)"
+        sys.stderr.buffer.write(b"luajit: " + text + b"\\n")
     sys.exit(1)
-host.flush_output()
 """
 
 
 def lupa_luajit(path: Path, args=ARGS) -> Outcome:
-    """The program untranslated, run by lupa's LuaJIT (the build nupp runs) as luajit would run it."""
+    """The program untranslated, run by lupa's LuaJIT (the build nupp runs) bare, as luajit would run it."""
     proc = subprocess.run([sys.executable, "-c", _LUPA_LUAJIT, path.name, *args], cwd=path.parent,
                           capture_output=True, timeout=TIMEOUT)
     return _outcome(proc.stdout, proc.stderr, proc.returncode, _luajit_message)
