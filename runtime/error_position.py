@@ -1,10 +1,11 @@
 """The column of a run-time error: where on its line the construct that failed is.
 
 LuaJIT reports a run-time error at a line only (`main.nupp:3: attempt to
-index local 'x' (a nil value)`).  `column_for` reads the message (LuaJIT's
-texts, lj_errmsg.h, and the runtime's own: runtime/lua/) to learn what kind of
-construct failed and, where the message names it, which value; then it looks
-on the line of the parsed source for that construct:
+index local 'x' (a nil value)`).  `column_for` classifies the message (LuaJIT's
+texts, lj_errmsg.h, and the runtime's own: runtime/lua/) into query keys
+(runtime/error_keys.py: what kind of construct failed and, where the message
+names it, which value); `resolve` looks on the line of the parsed source for
+what a key names, and the first key that resolves gives the column:
 
     attempt to index X / member errors    the indexed value (the one named)
     attempt to call X                     the callee (a method: its name)
@@ -28,7 +29,9 @@ several candidates that the message does not tell apart, the first in source
 order wins; when nothing matches, the line's first non-blank column.
 
 Pure and cheap: each source is parsed once (cached), and only when an error
-is rendered (`nupp run`, and built programs when they print a diagnostic).
+is rendered (`nupp run`).  A built program has no parser: `line_columns`
+resolves, at build time, every key a message on each line could produce,
+and the program looks its message's keys up in them.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ from functools import lru_cache
 from nupp.errors import LINE_BREAK, NuppError, Source, first_non_blank_column
 from nupp.frontend import ast
 from nupp.frontend.literals import decode_string
+from nupp.runtime.error_keys import OTHER, Key, keys_for, other_key, raising_function
+
+__all__ = ["column_for", "raising_function", "resolve", "line_columns"]
 
 Point = tuple[int, int]  # (line, column), 1-based
 Points = list[Point]  # where a candidate may be shown, best first
@@ -55,32 +61,83 @@ def column_for(source: Source, line: int, message: str, callee: str | None = Non
     if parsed is not None:
         nodes, text = parsed
         on_line = [node for node in nodes if node.span.line <= line <= node.span.end_line]
-        for query in _queries(message, callee):
-            col = _best_column(query, on_line, text, line)
+        for key in keys_for(message, callee):
+            col = resolve(key, on_line, text, line)
             if col is not None:
                 return col
     return first_non_blank_column(source.line_text(line))
 
 
-def raising_function(traceback: str, path: str, line: int) -> str | None:
-    """The name of the function the frame at `path:line` was calling when the
-    error was raised: the traceback's frame just before it (LuaJIT's
-    `in function 'name'`, `in local 'name'`, ...), or None."""
-    previous = None
-    for frame in traceback.splitlines():
-        m = _FRAME.match(frame)
-        if m is None:
-            continue
-        if m["where"] == f"{path}:{line}":
-            return previous
-        previous = m["name"] and re.split(r"[.:]", m["name"])[-1]  # `string.rep` is called as `rep`
-    return None
+def resolve(key: Key, nodes: list, text: "_Text", line: int) -> int | None:
+    """The column on `line` of what `key` looks for (error_keys.py), if the
+    line holds it.  `nodes`: those spanning the line."""
+    kind, *parameters = key
+    return _best_column(_QUERIES[kind](*parameters), nodes, text, line)
 
 
-_FRAME = re.compile(r"^\s*(?P<where>.*?): in (?:(?:function|local|upvalue|field|method|global) '(?P<name>[^']*)'|.*)$")
+# ---- every key of a line, for a built program ---------------------------------------
+
+def line_columns(source: Source, lines: int) -> list[dict[Key, int | bool]]:
+    """For each line 1..`lines`, the column of each key a message there could
+    produce that resolves: a built program looks a message's keys up in
+    it, as column_for resolves them (runtime/project/error_keys.lua).  A key
+    whose parameter the line does not show reads as the key with OTHER there
+    (other_key); a shown one that does not resolve, where OTHER's does, is
+    stored as False.  A source that does not parse: no keys."""
+    parsed = _parsed(source)
+    if parsed is None:
+        return [{} for _ in range(lines)]
+    nodes, text = parsed
+    by_line: list[list] = [[] for _ in range(lines + 1)]
+    for node in nodes:
+        for line in range(node.span.line, min(node.span.end_line, lines) + 1):
+            by_line[line].append(node)
+    return [_columns(by_line[line], text, line) for line in range(1, lines + 1)]
 
 
-# ---- what the message says failed ---------------------------------------------
+def _columns(nodes: list, text: "_Text", line: int) -> dict[Key, int | bool]:
+    found = {key: resolve(resolved, nodes, text, line) for key, resolved in _line_keys(nodes)}
+    return {key: col if col is not None else False for key, col in found.items()
+            if col is not None or (key[1:] and found.get(other_key(key)) is not None)}
+
+
+def _line_keys(nodes: list) -> Iterator[tuple[Key, Key]]:
+    """(key, the key resolved for it): each key of error_keys.py whose
+    parameters the line's nodes show (a superset), and OTHER where a
+    parameter the line does not show may still resolve (an argument past
+    every call's last, a span index not written as that number)."""
+    names = {name for node in nodes for name in _shown_names(node)} - {None}
+    callees = {_callee_name(node) for node in nodes} - {None} | {"?"}
+    arity = max((len(node.args) for node in nodes if isinstance(node, (ast.Call, ast.MethodCall))), default=0)
+    for kind in (*_OPERATIONS, "member"):
+        yield from (((kind, name),) * 2 for name in names)
+    for kind in _OPERATIONS:
+        yield (kind,), (kind,)
+    for kind in ("order", "division", "table_key", "switch", "index_key", "calls"):
+        yield (kind,), (kind,)
+    for op in {node.op for node in nodes if isinstance(node, (ast.BinOp, ast.UnOp))}:
+        yield ("bitwise", op), ("bitwise", op)
+    for callee in callees:
+        yield ("callee", callee), ("callee", callee)
+        yield ("arg", OTHER, callee), ("arg", str(arity + 1), callee)
+        yield from ((("arg", str(n), callee),) * 2 for n in range(arity + 1))
+    for part in ("initial value", "limit", "step"):
+        yield ("for", part), ("for", part)
+    for event in _METAMETHODS:
+        yield ("metamethod", event), ("metamethod", event)
+    yield ("span", OTHER), ("span", "")  # no number is written as ""
+    for written in {node.key.raw for node in nodes if isinstance(node, ast.Index) and isinstance(node.key, ast.Number)}:
+        yield ("span", written), ("span", written)
+
+
+def _shown_names(node) -> Iterator[str | None]:
+    """The names a message could give a value of `node` or of its operands."""
+    yield _member_name(node)
+    for expr in (node, *(getattr(node, part, None) for part in ("obj", "func", "left", "right", "operand"))):
+        yield _value_name(expr)
+
+
+# ---- the queries of the keys ----------------------------------------------------
 
 @dataclass(frozen=True)
 class _Query:
@@ -91,60 +148,9 @@ class _Query:
     named: Callable[[object], bool] | None = None
 
 
-# LuaJIT names the value an operation refused by its slot (lj_debug_slotname)
-_SLOT = r"(?:local|global|field|upvalue|method|constant) '(?P<name>.*)' \(a [\w ]+ value\)$"
-_OPERATION = re.compile(r"attempt to (?P<op>call|index|perform arithmetic on|concatenate|get length of) (?:"
-                        + _SLOT + ")?")
-_BAD_ARGUMENT = re.compile(r"bad argument #(?P<n>\d+) to '(?P<name>[^']*)'")
-_BAD_SELF = re.compile(r"calling '(?P<name>[^']*)' on bad self")
-_FOR = re.compile(r"'for' (?P<part>initial value|limit|step) must be a number")
-_MEMBER = re.compile(r".*(?:has no (?:member|member named|field)|field) '(?P<name>[^']*)'")
-_SPAN_INDEX = re.compile(r"(?:span index|cannot assign to span element) (?P<key>\S*)")
-_BITWISE = re.compile(r"attempt to perform (?:bitwise operation )?'(?P<op>[^']*)'")
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^", "//"})  # `//` runs as a division in Lua
 _ORDER = frozenset({"<", ">", "<=", ">="})
 _DIVISION = frozenset({"/", "//", "%"})
-
-
-def _queries(message: str, callee: str | None) -> list[_Query]:
-    """What to look for, most specific first; then, for an error raised by a
-    function, the operation whose metamethod it is, else its call (an error
-    that no operation on the line raised came from a call on it)."""
-    by_metamethod = [_Query(_METAMETHODS[callee])] if callee in _METAMETHODS else []
-    return [*_message_queries(message), *by_metamethod, _Query(_calls, _named_callee(callee or "error")),
-            _Query(_calls)]
-
-
-def _message_queries(message: str) -> Iterator[_Query]:
-    if (m := _OPERATION.match(message)) is not None:
-        candidates = _OPERATIONS[m["op"]]
-        if m["name"] is not None:
-            yield _Query(candidates(m["name"]))
-        yield _Query(candidates(None))  # a name the source does not show (the translation's own)
-    elif message.startswith("attempt to compare"):
-        yield _Query(_operators(_ORDER))
-    elif (m := _BITWISE.match(message)) is not None:
-        yield _Query(_operators({m["op"]}, {m["op"]}))
-    elif message.startswith("integer division by zero"):
-        yield _Query(_operators(_DIVISION))
-    elif (m := _BAD_ARGUMENT.match(message)) is not None:
-        yield _Query(_arguments(int(m["n"])), _named_callee(m["name"]))
-    elif (m := _BAD_SELF.match(message)) is not None:
-        yield _Query(_arguments(0), _named_callee(m["name"]))
-    elif (m := _FOR.match(message)) is not None:
-        yield _Query(_for_part(m["part"]))
-    elif message.startswith(("table index is nil", "table index is NaN")):
-        yield _Query(_table_keys)
-    elif "no case of this switch matches" in message:
-        yield _Query(_switches)
-    elif (m := _SPAN_INDEX.match(message)) is not None:
-        # a key written as a number other than the one the message names is not it
-        yield _Query(_index_keys, _keyed(m["key"]))
-        yield _Query(_index_keys)
-    elif (m := _MEMBER.match(message)) is not None:
-        yield _Query(_members, lambda node: _member_name(node) == m["name"])
-    elif message.startswith("assertion failed!"):
-        yield _Query(_calls, _named_callee("assert"))
 
 
 # ---- candidate constructs: each yields its points, best first --------------------
@@ -195,8 +201,8 @@ def _operators(binary: Collection[str], unary: Collection[str] = ()) -> Candidat
     return _operands(binary, unary)(None)
 
 
-_OPERATIONS = {"index": _indexing, "call": _callings, "concatenate": _operands({".."}, ()),
-               "get length of": _operands((), {"#"}), "perform arithmetic on": _operands(_ARITHMETIC, {"-"})}
+_OPERATIONS = {"index": _indexing, "call": _callings, "concat": _operands({".."}, ()),
+               "len": _operands((), {"#"}), "arith": _operands(_ARITHMETIC, {"-"})}
 
 
 # LuaJIT names a metamethod's frame by its event (`in function '__index'`)
@@ -206,6 +212,28 @@ _METAMETHODS = {
     **{event: _operators({op}) for event, op in
        [("__add", "+"), ("__sub", "-"), ("__mul", "*"), ("__div", "/"), ("__mod", "%"), ("__pow", "^")]},
     **{event: _operators(ops) for event, ops in [("__eq", {"==", "~="}), ("__lt", _ORDER), ("__le", _ORDER)]},
+}
+
+
+def _operation_query(operation: Callable[[str | None], Candidates]) -> Callable[..., _Query]:
+    return lambda name=None: _Query(operation(name))
+
+
+_QUERIES: dict[str, Callable[..., _Query]] = {
+    **{kind: _operation_query(operation) for kind, operation in _OPERATIONS.items()},
+    "order": lambda: _Query(_operators(_ORDER)),
+    "bitwise": lambda op: _Query(_operators({op}, {op})),
+    "division": lambda: _Query(_operators(_DIVISION)),
+    "arg": lambda n, callee: _Query(_arguments(int(n)), _named_callee(callee)),
+    "for": lambda part: _Query(_for_part(part)),
+    "table_key": lambda: _Query(_table_keys),
+    "switch": lambda: _Query(_switches),
+    "span": lambda written: _Query(_index_keys, _keyed(written)),
+    "index_key": lambda: _Query(_index_keys),
+    "member": lambda name: _Query(_members, lambda node: _member_name(node) == name),
+    "metamethod": lambda event: _Query(_METAMETHODS[event]),
+    "callee": lambda name: _Query(_calls, _named_callee(name)),
+    "calls": lambda: _Query(_calls),
 }
 
 

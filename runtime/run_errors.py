@@ -6,30 +6,28 @@ when the message starts with a position in a program file, the diagnostic at
 that line (Diagnostic.render: header, source line, caret), else `error: ` and
 the message; then, when more than one, the traceback's frames in program
 files under `from:`.  A built program has neither Python nor the sources, so
-the build renders each line's diagnostic with the message left out
-(line_reports, lib/nupp/diagnostics/FILE.lua in the tree) and boot.lua only
-glues: it finds the position and the frames by report_rule's Lua patterns,
-puts the message into its line's diagnostic (made displayable as
-Diagnostic.render makes it: the one rule boot.lua holds itself, as the
-message is known only then) and joins the frames.  tests/test_build_errors.py
-compares the two programs' texts for each shape of error.
-
-The one difference is the caret's column: `nupp run` finds the construct
-that failed from the message (runtime/error_position.py), which a build does
-not know, and a built program has no parser: its caret is at the line's
-first non-blank column, where nupp run's is when the message names nothing
-it finds there.  Pointing at the construct would need a column per line and
-kind of message: line_reports would render a diagnostic for each, and
-boot.lua would classify the message by patterns rendered from
-error_position's.
+the build renders each line's diagnostic with the column and the message
+left out (line_reports, lib/nupp/diagnostics/FILE.lua in the tree) and
+boot.lua only glues: it finds the position and the frames by report_rule's
+Lua patterns, puts the column and the message into its line's diagnostic
+(the message made displayable as Diagnostic.render makes it: the one rule
+boot.lua holds itself, as the message is known only then) and joins the
+frames.  The column is `nupp run`'s: the build stores, per line, the column
+of each key a message there could produce (error_position.line_columns), and
+boot.lua classifies the message by the rules of runtime/error_keys.py
+(runtime/project/error_keys.lua) and takes the first key the line holds.
+tests/test_build_errors.py compares the two programs' texts for each shape
+of error.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from nupp.errors import LINE_BREAK, Diagnostic, Source, first_non_blank_column
+from nupp.errors import LINE_BREAK, Diagnostic, Source, displayable, first_non_blank_column
+from nupp.runtime.error_keys import lua_rule
 from nupp.runtime.host import LUA_DIR, LuaRunError
 
 # The words of a report, nupp run's and boot.lua's (report_rule): an error
@@ -87,29 +85,67 @@ def report_rule() -> dict:
     """What boot.lua needs besides each file's line_reports: the Lua patterns of
     a message's position (path, line, message) and of a traceback's frame
     (path, line, the rest), the words of an error without a program position,
-    how a frame is listed and what heads the list (render_run_error's)."""
+    how a frame is listed and what heads the list (render_run_error's), and
+    the rules a message's keys are found by (error_keys.lua_rule)."""
     return {"position": "^([^\n:]+):(%d+): (.*)$", "frame": "^%s*([^\n:]+):(%d+):(.*)$",
-            "unpositioned": UNPOSITIONED, "frame_format": FRAME_FORMAT, "frames_heading": FRAMES_HEADING}
+            "unpositioned": UNPOSITIONED, "frame_format": FRAME_FORMAT, "frames_heading": FRAMES_HEADING,
+            "keys": lua_rule()}
 
 
-# Diagnostic.render with this as the message: where the message goes (a path
-# or a source line may hold any other character, but not NUL in a path, which
-# comes first).
-_MESSAGE = "\0"
+# Diagnostic.render with these as the column and the message: where they go
+# (a path or a source line may hold any other character, but not NUL in a
+# path, which comes first, nor \1 in the header's text after the path).
+_MESSAGE, _COLUMN = "\0", "\1"
 
 
-def line_reports(source: Source, lines: int) -> list[tuple[str, str]]:
+class _ColumnMark(int):
+    """Column 1, which Diagnostic.render's header writes as _COLUMN."""
+
+    def __format__(self, spec: str) -> str:
+        return _COLUMN
+
+
+@dataclass(frozen=True)
+class LineReports:
+    """The diagnostic of a run-time error at each line 1..N, for any column
+    and message: heads[i] .. COL .. middle .. MESSAGE .. excerpts[i], then,
+    when excerpts[i] is not empty (a blank line shows none), COL - 1 blanks
+    and the caret; firsts[i]: the line's first non-blank column, where the
+    caret goes when the message's keys find nothing."""
+
+    heads: list[str]
+    middle: str
+    excerpts: list[str]
+    caret: str
+    firsts: list[int]
+
+    def render(self, line: int, col: int, message: str) -> str:
+        """What Diagnostic.render shows (tests/test_build_errors.py checks it; boot.lua does this)."""
+        excerpt = self.excerpts[line - 1]
+        caret = " " * (col - 1) + self.caret if excerpt else ""
+        return f"{self.heads[line - 1]}{col}{self.middle}{displayable(message)}{excerpt}{caret}"
+
+
+def line_reports(source: Source, lines: int) -> LineReports:
     """For each line 1..`lines` of `source` (past its end: blank), the
-    diagnostic of a run-time error there, as the text before and after its
-    message."""
+    diagnostic of a run-time error there as parts (Diagnostic.render's, with
+    the column and message left out)."""
     texts = LINE_BREAK.split(source.text)
     split = _SplitSource(source.path, source.text, tuple(texts))
-    reports = []
+    heads, middles, excerpts, carets = [], set(), [], set()
     for line in range(1, lines + 1):
-        text = texts[line - 1] if line <= len(texts) else ""
-        before, after = Diagnostic(split, line, first_non_blank_column(text), _MESSAGE).render().split(_MESSAGE, 1)
-        reports.append((before, after))
-    return reports
+        before, after = Diagnostic(split, line, _ColumnMark(1), _MESSAGE).render().split(_MESSAGE, 1)
+        head, middle = before.rsplit(_COLUMN, 1)
+        excerpt, caret = (after[:-1], after[-1:]) if after else ("", None)
+        heads.append(head)
+        middles.add(middle)
+        excerpts.append(excerpt)
+        carets.add(caret)
+    carets.discard(None)
+    assert len(middles) <= 1 and len(carets) <= 1, (middles, carets)  # Diagnostic.render's one layout
+    middle, caret = min(middles, default=""), min(carets, default="")
+    firsts = [first_non_blank_column(split.line_text(line)) for line in range(1, lines + 1)]
+    return LineReports(heads, middle, excerpts, caret, firsts)
 
 
 def line_count(text: str) -> int:

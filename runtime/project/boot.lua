@@ -146,26 +146,38 @@ local function displayable(text)
 end
 
 -- The diagnostics the build rendered for the lines of a program file (nil for
--- another path): heads[LINE] .. message .. excerpts[LINE] is the diagnostic.
+-- another path): run_errors.py's LineReports, and each line's columns by key.
 local function diagnostics_of(path)
     local file = tree.files[path]
     return file and file.diagnostics and run_lua(file.diagnostics)
 end
 
+-- The diagnostic at line k of a file's diagnostics `d`, its caret under the
+-- construct that failed: the first of the message's keys (error_keys.lua, by
+-- runtime/error_keys.py's rules) the line's columns hold, else the line's
+-- first non-blank column; laid out as LineReports.render lays it out.
+local function diagnostic(d, k, message, traceback, path)
+    local keys = run_lua("lib/nupp/error_keys.lua")(tree.errors.keys)
+    local callee = keys.raising_function(traceback, path, k)
+    local col = keys.column(d.columns[k] or {}, keys.keys_for(message, callee)) or d.firsts[k]
+    local excerpt = d.excerpts[k]
+    local caret = excerpt ~= "" and (" "):rep(col - 1) .. d.caret or ""
+    return d.heads[k] .. col .. d.middle .. displayable(message) .. excerpt .. caret
+end
+
 -- The program's uncaught error as `nupp run` reports it (runtime/run_errors.py's
 -- render_run_error, by the rule report_rule renders into tree.errors):
--- the diagnostic at the message's position in a program file (its caret at
--- the line's first non-blank column), else "error: " and the message; then,
--- when there are several, the traceback's frames in program files.  A position
--- past the lines of the file's chunks (only a message made up to look like
--- one has it) is reported as no position.
+-- the diagnostic at the message's position in a program file, else
+-- "error: " and the message; then, when there are several, the traceback's
+-- frames in program files.  A position past the lines of the file's chunks
+-- (only a message made up to look like one has it) is reported as no position.
 local function report(message, traceback)
     local rule = tree.errors
     local path, line, text = message:match(rule.position)
     local lines = path and diagnostics_of(path)
     local k = lines and tonumber(line)
     local shown = rule.unpositioned .. message
-    if lines and lines.heads[k] then shown = lines.heads[k] .. displayable(text) .. lines.excerpts[k] end
+    if lines and lines.heads[k] then shown = diagnostic(lines, k, text, traceback, path) end
     local frames = {}
     for entry in traceback:gmatch("[^\n]+") do
         local at, number, rest = entry:match(rule.frame)

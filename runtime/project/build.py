@@ -6,12 +6,15 @@ The tree:
 
     bin/NAME                          the launcher (launcher.py); bin/NAME.o where it cannot be linked
     lib/nupp/boot.lua                 what the launcher runs (boot.lua)
+    lib/nupp/error_keys.lua           how boot.lua classifies an error's message (error_keys.lua)
     lib/nupp/runtime/*.lua            the runtime library (runtime/lua)
     lib/nupp/tree.lua                 for boot.lua: the program's name, its main, its modules by name
                                       and how each file loads, the rule NUPP_THREADS is read by and
                                       the rule an uncaught error is reported by (run_errors.py)
     lib/nupp/diagnostics/FILE.lua     each line's diagnostic of a run-time error in FILE, but for the
-                                      message (run_errors.line_reports): the tree holds no sources
+                                      column and message (run_errors.line_reports), and the column
+                                      of each key of a message there (error_position.line_columns):
+                                      the tree holds no sources
     lib/nupp/build.json               what each file was built from, for the next build
     lua/FILE.lua                      a module's Lua (FILE: its path in the project, e.g. lib/util.nupp),
     lua/FILE.TIER.lua                   or with a tiered library the Lua binding each tier
@@ -58,6 +61,8 @@ from nupp.runtime.project.config import Project
 from nupp.runtime.project.elf import E_MACHINE, MACHINE_OF, e_machine
 from nupp.runtime.project.launcher import LUAJIT_PACKAGE, Launcher, luajit_library
 from nupp.runtime.project.requires import literal_requires, module_file
+from nupp.runtime.error_keys import key_text
+from nupp.runtime.error_position import line_columns
 from nupp.runtime.run_errors import has_reported_positions, line_count, line_reports, report_rule
 from nupp.runtime.threads import environment_rule
 from nupp.targets.cross import MACHINES, Machine, foreign_compiler, host_machine, triple_of
@@ -65,6 +70,7 @@ from nupp.targets.tiers import TIER_NAMES
 from nupp.targets.toolchain import find_toolchain
 
 BOOT = "lib/nupp/boot.lua"
+ERROR_KEYS = "lib/nupp/error_keys.lua"
 RUNTIME = "lib/nupp/runtime"
 MANIFEST = "lib/nupp/tree.lua"
 DIAGNOSTICS = "lib/nupp/diagnostics"
@@ -378,6 +384,7 @@ def _write_runtime(tree: _Tree) -> None:
     for part in sorted(LUA_DIR.glob("*.lua")):
         tree.copy(part, f"{RUNTIME}/{part.name}")
     tree.copy(Path(__file__).with_name("boot.lua"), BOOT)
+    tree.copy(Path(__file__).with_name("error_keys.lua"), ERROR_KEYS)
 
 
 def _manifest(project: Project, modules: dict[str, str], built: dict[str, Built]) -> bytes:
@@ -389,12 +396,18 @@ def _manifest(project: Project, modules: dict[str, str], built: dict[str, Built]
 
 
 def _diagnostics(source: Source, chunks: list[str]) -> bytes:
-    """diagnostics/FILE.lua: each line's diagnostic, but for the message, as
-    the text before it (heads) and after it (excerpts), for every line any of
-    the file's chunks has."""
-    reports = line_reports(source, max(map(line_count, [source.text, *chunks])))
-    return source_bytes("return " + lua_literal({"heads": [head for head, _ in reports],
-                                                 "excerpts": [excerpt for _, excerpt in reports]}) + "\n")
+    """diagnostics/FILE.lua: each line's diagnostic, but for the column and
+    the message (run_errors.LineReports), and the column of each key a
+    message at the line could produce that resolves there (error_position's
+    line_columns: lines with none are left out), for every line any of the
+    file's chunks has."""
+    lines = max(map(line_count, [source.text, *chunks]))
+    reports = line_reports(source, lines)
+    columns = {line: {key_text(key): col for key, col in found.items()}
+               for line, found in enumerate(line_columns(source, lines), 1) if found}
+    return source_bytes("return " + lua_literal({
+        "heads": reports.heads, "middle": reports.middle, "excerpts": reports.excerpts, "caret": reports.caret,
+        "firsts": reports.firsts, "columns": columns}) + "\n")
 
 
 def lua_literal(value) -> str:
