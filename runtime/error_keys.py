@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 Key = tuple[str, ...]
 KeyTemplate = tuple[str | int, ...]
@@ -114,6 +115,46 @@ def _message_keys(message: str) -> Iterator[Key]:
                 if None not in parts:
                     yield tuple(parts)
             return
+
+
+@lru_cache(maxsize=4096)
+def successor(key: Key) -> Key | None | bool:
+    """The key that follows `key` in every list keys_for makes that holds it
+    (None: none, the line's first non-blank column follows), or False where
+    that depends on the message or the callee."""
+    found = [*_successors_in_rules(key), *_successors_in_tail(key)]
+    return found[0] if found and all(s == found[0] for s in found) else False
+
+
+def _successors_in_rules(key: Key) -> Iterator[Key | bool]:
+    for rule in RULES:
+        for template, following in zip(rule.keys, (*rule.keys[1:], None)):
+            bound = _bind(template, key)
+            if bound is not None:
+                known = following is not None and all(not isinstance(p, int) or p in bound for p in following)
+                yield tuple(bound.get(p, p) if isinstance(p, int) else p for p in following) if known else False
+
+
+def _successors_in_tail(key: Key) -> Iterator[Key | None]:
+    if key[0] == "metamethod":
+        yield ("callee", key[1])
+    elif key[0] == "callee":
+        yield ("calls",)
+    elif key == ("calls",):
+        yield None
+
+
+def _bind(template: KeyTemplate, key: Key) -> dict[int, str] | None:
+    """The captures that make `template` into `key`, or None if it cannot."""
+    if len(template) != len(key):
+        return None
+    bound: dict[int, str] = {}
+    for part, value in zip(template, key):
+        if isinstance(part, int):
+            bound[part] = value
+        elif part != value:
+            return None
+    return bound
 
 
 # A traceback's frame: where it is, and the function it was in.  Python's

@@ -45,7 +45,7 @@ from functools import lru_cache
 from nupp.errors import LINE_BREAK, NuppError, Source, first_non_blank_column
 from nupp.frontend import ast
 from nupp.frontend.literals import decode_string
-from nupp.runtime.error_keys import OTHER, Key, keys_for, other_key, raising_function
+from nupp.runtime.error_keys import OTHER, Key, keys_for, other_key, raising_function, successor
 
 __all__ = ["column_for", "raising_function", "resolve", "line_columns"]
 
@@ -60,7 +60,8 @@ def column_for(source: Source, line: int, message: str, callee: str | None = Non
     parsed = _parsed(source)
     if parsed is not None:
         nodes, text = parsed
-        on_line = [node for node in nodes if node.span.line <= line <= node.span.end_line]
+        on_line = [node for node in nodes if node.span.line <= line <= node.span.end_line
+                   and isinstance(node, _CONSTRUCTS)]
         for key in keys_for(message, callee):
             col = resolve(key, on_line, text, line)
             if col is not None:
@@ -89,45 +90,68 @@ def line_columns(source: Source, lines: int) -> list[dict[Key, int | bool]]:
         return [{} for _ in range(lines)]
     nodes, text = parsed
     by_line: list[list] = [[] for _ in range(lines + 1)]
-    for node in nodes:
+    for node in filter(lambda node: isinstance(node, _CONSTRUCTS), nodes):
         for line in range(node.span.line, min(node.span.end_line, lines) + 1):
             by_line[line].append(node)
     return [_columns(by_line[line], text, line) for line in range(1, lines + 1)]
 
 
 def _columns(nodes: list, text: "_Text", line: int) -> dict[Key, int | bool]:
-    found = {key: resolve(resolved, nodes, text, line) for key, resolved in _line_keys(nodes)}
-    return {key: col if col is not None else False for key, col in found.items()
-            if col is not None or (key[1:] and found.get(other_key(key)) is not None)}
+    """The line's table: the column of each key that resolves, but for a key
+    whose column the keys always after it give anyway (error_keys.successor)."""
+    found = {key: resolve(resolved, among, text, line) for key, resolved, among in _line_keys(nodes)}
+
+    def from_on(key: Key | None | bool) -> int | None:
+        """The column the lookup gives from `key` on (None: it depends on the message)."""
+        if key is None:
+            return text.first_non_blank(line)
+        if key is False:
+            return None
+        col = found.get(key)  # a key not enumerated does not resolve
+        return col if col is not None else from_on(successor(key))
+
+    stored: dict[Key, int | bool] = {}
+    for key, col in found.items():
+        # where `key` is absent boot.lua reads its OTHER key (kept whole), else the keys after it
+        other = other_key(key) if key[1:] else key
+        read_instead = found.get(other) if other != key else None
+        absent = read_instead if read_instead is not None else from_on(successor(key))
+        if col is not None and (other == key or col != absent):
+            stored[key] = col
+        elif col is None and read_instead is not None:
+            stored[key] = False
+    return stored
 
 
-def _line_keys(nodes: list) -> Iterator[tuple[Key, Key]]:
-    """(key, the key resolved for it): each key of error_keys.py whose
-    parameters the line's nodes show (a superset), and OTHER where a
-    parameter the line does not show may still resolve (an argument past
-    every call's last, a span index not written as that number)."""
-    names = {name for node in nodes for name in _shown_names(node)} - {None}
-    callees = {_callee_name(node) for node in nodes} - {None} | {"?"}
-    arity = max((len(node.args) for node in nodes if isinstance(node, (ast.Call, ast.MethodCall))), default=0)
-    for kind in (*_OPERATIONS, "member"):
-        yield from (((kind, name),) * 2 for name in names)
-    for kind in _OPERATIONS:
-        yield (kind,), (kind,)
-    for kind in ("order", "division", "table_key", "switch", "index_key", "calls"):
-        yield (kind,), (kind,)
+def _line_keys(nodes: list) -> Iterator[tuple[Key, Key, list]]:
+    """(key, the key resolved for it, the nodes it may find): each key of
+    error_keys.py whose parameters the line's nodes show (a superset), and
+    OTHER where a parameter the line does not show may still resolve (an
+    argument past every call's last, a span index not written as that
+    number).  A key naming a value may find only the nodes that show it."""
+    showing: dict[str, list] = {}
+    for node in nodes:
+        for name in {*_shown_names(node), _callee_name(node)} - {None}:
+            showing.setdefault(name, []).append(node)
+    calls = [node for node in nodes if isinstance(node, (ast.Call, ast.MethodCall))]
+    arity = max((len(node.args) for node in calls), default=0)
+    for kind in (*_OPERATIONS, "member", "callee"):
+        yield from (((kind, name),) * 2 + (among,) for name, among in showing.items())
+    for kind in (*_OPERATIONS, "order", "division", "table_key", "switch", "index_key", "calls"):
+        yield (kind,), (kind,), nodes
+    yield ("callee", "?"), ("callee", "?"), calls
+    for callee, among in (*showing.items(), ("?", calls)):
+        yield ("arg", OTHER, callee), ("arg", str(arity + 1), callee), among
+        yield from ((("arg", str(n), callee),) * 2 + (among,) for n in range(arity + 1))
     for op in {node.op for node in nodes if isinstance(node, (ast.BinOp, ast.UnOp))}:
-        yield ("bitwise", op), ("bitwise", op)
-    for callee in callees:
-        yield ("callee", callee), ("callee", callee)
-        yield ("arg", OTHER, callee), ("arg", str(arity + 1), callee)
-        yield from ((("arg", str(n), callee),) * 2 for n in range(arity + 1))
+        yield ("bitwise", op), ("bitwise", op), nodes
     for part in ("initial value", "limit", "step"):
-        yield ("for", part), ("for", part)
+        yield ("for", part), ("for", part), nodes
     for event in _METAMETHODS:
-        yield ("metamethod", event), ("metamethod", event)
-    yield ("span", OTHER), ("span", "")  # no number is written as ""
+        yield ("metamethod", event), ("metamethod", event), nodes
+    yield ("span", OTHER), ("span", ""), nodes  # no number is written as ""
     for written in {node.key.raw for node in nodes if isinstance(node, ast.Index) and isinstance(node.key, ast.Number)}:
-        yield ("span", written), ("span", written)
+        yield ("span", written), ("span", written), nodes
 
 
 def _shown_names(node) -> Iterator[str | None]:
@@ -148,6 +172,9 @@ class _Query:
     named: Callable[[object], bool] | None = None
 
 
+# every kind of node a query finds (the others are never a candidate)
+_CONSTRUCTS = (ast.Assign, ast.BinOp, ast.Call, ast.Field, ast.GenericFor, ast.Index, ast.MethodCall, ast.NumericFor,
+               ast.Switch, ast.TableField, ast.UnOp)
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^", "//"})  # `//` runs as a division in Lua
 _ORDER = frozenset({"<", ">", "<=", ">="})
 _DIVISION = frozenset({"/", "//", "%"})

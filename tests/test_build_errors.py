@@ -14,8 +14,9 @@ first non-blank column).
 The project: main.nupp runs the shape its argument names; lib/util.nupp (a
 module in a folder, tabs in its lines, bytes that are not UTF-8), plain.lua (a
 plain Lua module), broken.lua (one that does not load), bom.nupp (a BOM before
-its first line) and kernels.nupp (@aot functions, whose errors the aot-on tree
-raises in native code).
+its first line), kernels.nupp (@aot functions, whose errors the aot-on tree
+raises in native code) and carets.nupp (the shapes whose caret is away from
+the line's first non-blank column).
 """
 
 from __future__ import annotations
@@ -67,10 +68,40 @@ end
 return {div = div, positive = positive}
 """
 
+CARETS = """local shapes = {}
+shapes.midline = function() local a, b = {}, nil; print(a.x, b.y) end
+shapes.argument2 = function()
+  local s = string.rep("x", nil)
+end
+shapes.method = function()
+  local t = {}; print(t:nope())
+end
+shapes.operator = function()
+  local a = {}; local b = 1 & a
+end
+shapes.compare = function()
+  local a = {}; if 1 < a then end
+end
+shapes.metamethod = function()
+  local t = setmetatable({}, {__index = function(_, k) error("no " .. k, 2) end})
+  local v = 1; print(t.key)
+end
+shapes.raised = function()
+  local function f() local v = 1; error("boom") end
+  local w = 2; f()
+end
+shapes.raised2 = function()
+  local function check(v) if not v then error("check failed", 2) end end
+  local v = 1; check(false)
+end
+return shapes
+"""
+
 MAIN = """local util = require("lib.util")
 local plain = require("plain")
 local kernels = require("kernels")
 local bom = require("bom")
+local carets = require("carets")
 local shapes = {}
 local function f(x)
   return x.y + 1
@@ -107,34 +138,10 @@ shapes.overflow = function() local function r(n) return 1 + r(n) end; r(1) end
 shapes.div = function() print(kernels.div(1, 0)) end
 shapes.assert = function() print(kernels.positive(-1)) end
 shapes.argument = function() print(kernels.positive("x")) end
-shapes.midline = function() local a, b = {}, nil; print(a.x, b.y) end
-shapes.argument2 = function()
-  local s = string.rep("x", nil)
-end
-shapes.method = function()
-  local t = {}; print(t:nope())
-end
-shapes.operator = function()
-  local a = {}; local b = 1 & a
-end
-shapes.compare = function()
-  local a = {}; if 1 < a then end
-end
-shapes.metamethod = function()
-  local t = setmetatable({}, {__index = function(_, k) error("no " .. k, 2) end})
-  local v = 1; print(t.key)
-end
-shapes.raised = function()
-  local function f() local v = 1; error("boom") end
-  local w = 2; f()
-end
-shapes.raised2 = function()
-  local function check(v) if not v then error("check failed", 2) end end
-  local v = 1; check(false)
-end
 local shape = ...
 if shape == "top" then local z = nil; print(z.q) end
-shapes[shape]()
+local run = shapes[shape] or carets[shape]
+run()
 """
 
 # shape -> what its `nupp run` stderr must start with: a diagnostic ("caret")
@@ -161,7 +168,7 @@ def project(tmp_path_factory) -> Path:
     (root / "lib").mkdir(parents=True)
     (root / "nupp.toml").write_text('[project]\nname = "shapes"\nmain = "main.nupp"\n')
     for name, text in (("main.nupp", MAIN), ("plain.lua", PLAIN), ("broken.lua", BROKEN),
-                       ("kernels.nupp", KERNELS), ("lib/util.nupp", UTIL), ("bom.nupp", BOM)):
+                       ("kernels.nupp", KERNELS), ("lib/util.nupp", UTIL), ("bom.nupp", BOM), ("carets.nupp", CARETS)):
         (root / name).write_bytes(text if isinstance(text, bytes) else text.encode())
     return root
 
@@ -252,8 +259,8 @@ def test_the_tree_holds_diagnostics_not_sources(project, trees):
     tree = trees["off"]
     diagnostics = sorted(p.relative_to(tree / "lib/nupp/diagnostics").as_posix()
                          for p in (tree / "lib/nupp/diagnostics").rglob("*.lua"))
-    assert diagnostics == ["bom.nupp.lua", "broken.lua.lua", "kernels.nupp.lua", "lib/util.nupp.lua", "main.nupp.lua",
-                           "plain.lua.lua"]
+    assert diagnostics == ["bom.nupp.lua", "broken.lua.lua", "carets.nupp.lua", "kernels.nupp.lua", "lib/util.nupp.lua",
+                           "main.nupp.lua", "plain.lua.lua"]
     assert not list(tree.rglob("*.nupp"))
     for path in (tree / "lib/nupp/diagnostics").rglob("*.lua"):  # relocatable: paths in the project only
         assert str(project).encode() not in path.read_bytes(), path

@@ -159,7 +159,7 @@ end
 local function diagnostic(d, k, message, traceback, path)
     local keys = run_lua("lib/nupp/error_keys.lua")(tree.errors.keys)
     local callee = keys.raising_function(traceback, path, k)
-    local col = keys.column(d.columns[k] or {}, keys.keys_for(message, callee)) or d.firsts[k]
+    local col = keys.column(keys.line_columns(d, k), keys.keys_for(message, callee)) or d.firsts[k]
     local excerpt = d.excerpts[k]
     local caret = excerpt ~= "" and (" "):rep(col - 1) .. d.caret or ""
     return d.heads[k] .. col .. d.middle .. displayable(message) .. excerpt .. caret

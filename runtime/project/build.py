@@ -403,11 +403,13 @@ def _diagnostics(source: Source, chunks: list[str]) -> bytes:
     file's chunks has."""
     lines = max(map(line_count, [source.text, *chunks]))
     reports = line_reports(source, lines)
-    columns = {line: {key_text(key): col for key, col in found.items()}
+    keys: dict[str, int] = {}  # each key's text once; a line's table: key number, column (0: False), ...
+    columns = {line: [part for key, col in found.items()
+                      for part in (keys.setdefault(key_text(key), len(keys) + 1), col or 0)]
                for line, found in enumerate(line_columns(source, lines), 1) if found}
     return source_bytes("return " + lua_literal({
         "heads": reports.heads, "middle": reports.middle, "excerpts": reports.excerpts, "caret": reports.caret,
-        "firsts": reports.firsts, "columns": columns}) + "\n")
+        "firsts": reports.firsts, "keys": list(keys), "columns": columns}) + "\n")
 
 
 def lua_literal(value) -> str:

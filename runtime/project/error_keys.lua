@@ -60,6 +60,14 @@ return function(rule)
         return nil
     end
 
+    -- Line k's table of a file's diagnostics `d` (build.py's _diagnostics:
+    -- pairs of a key's number in d.keys and its column, 0 for false).
+    function M.line_columns(d, k)
+        local columns, entries = {}, d.columns[k] or {}
+        for i = 1, #entries, 2 do columns[d.keys[entries[i]]] = entries[i + 1] ~= 0 and entries[i + 1] end
+        return columns
+    end
+
     -- The column the line's table gives the first of `keys` it holds (a
     -- parameter it does not show read as rule.other), or nil.
     function M.column(columns, keys)
