@@ -130,17 +130,20 @@ def _line_keys(nodes: list) -> Iterator[tuple[Key, Key, list]]:
     argument past every call's last, a span index not written as that
     number).  A key naming a value may find only the nodes that show it."""
     showing: dict[str, list] = {}
+    calling: dict[str, list] = {"?": []}
     for node in nodes:
-        for name in {*_shown_names(node), _callee_name(node)} - {None}:
+        for name in set(_shown_names(node)) - {None}:
             showing.setdefault(name, []).append(node)
-    calls = [node for node in nodes if isinstance(node, (ast.Call, ast.MethodCall))]
-    arity = max((len(node.args) for node in calls), default=0)
-    for kind in (*_OPERATIONS, "member", "callee"):
+        if isinstance(node, (ast.Call, ast.MethodCall)):
+            for callee in {_callee_name(node), "?"} - {None}:
+                calling.setdefault(callee, []).append(node)
+    arity = max((len(node.args) for node in calling["?"]), default=0)
+    for kind in (*_OPERATIONS, "member"):
         yield from (((kind, name),) * 2 + (among,) for name, among in showing.items())
     for kind in (*_OPERATIONS, "order", "division", "table_key", "switch", "index_key", "calls"):
         yield (kind,), (kind,), nodes
-    yield ("callee", "?"), ("callee", "?"), calls
-    for callee, among in (*showing.items(), ("?", calls)):
+    for callee, among in calling.items():
+        yield ("callee", callee), ("callee", callee), among
         yield ("arg", OTHER, callee), ("arg", str(arity + 1), callee), among
         yield from ((("arg", str(n), callee),) * 2 + (among,) for n in range(arity + 1))
     for op in {node.op for node in nodes if isinstance(node, (ast.BinOp, ast.UnOp))}:
