@@ -78,14 +78,15 @@ def resolve(key: Key, nodes: list, text: "_Text", line: int) -> int | None:
 
 # ---- every key of a line, for a built program ---------------------------------------
 
-def line_columns(source: Source, lines: int) -> list[dict[Key, int | bool]]:
+def line_columns(source: Source, lines: int, chunk=None) -> list[dict[Key, int | bool]]:
     """For each line 1..`lines`, the column of each key a message there could
     produce that resolves: a built program looks a message's keys up in
     it, as column_for resolves them (runtime/project/error_keys.lua).  A key
     whose parameter the line does not show reads as the key with OTHER there
     (other_key); a shown one that does not resolve, where OTHER's does, is
-    stored as False.  A source that does not parse: no keys."""
-    parsed = _parsed(source)
+    stored as False.  A source that does not parse: no keys.  `chunk`: the
+    source's tree where the caller has parsed it already (a build has)."""
+    parsed = _parsed(source) if chunk is None else _nodes_and_text(chunk, source)
     if parsed is None:
         return [{} for _ in range(lines)]
     nodes, text = parsed
@@ -98,7 +99,10 @@ def line_columns(source: Source, lines: int) -> list[dict[Key, int | bool]]:
 
 def _columns(nodes: list, text: "_Text", line: int) -> dict[Key, int | bool]:
     """The line's table: the column of each key that resolves, but for a key
-    whose column the keys always after it give anyway (error_keys.successor)."""
+    whose column the keys always after it give anyway (error_keys.successor).
+    A line no construct touches (blank, past the source's end) has none."""
+    if not nodes:
+        return {}
     found = {key: resolve(resolved, among, text, line) for key, resolved, among in _line_keys(nodes)}
 
     def from_on(key: Key | None | bool) -> int | None:
@@ -132,10 +136,10 @@ def _line_keys(nodes: list) -> Iterator[tuple[Key, Key, list]]:
     showing: dict[str, list] = {}
     calling: dict[str, list] = {"?": []}
     for node in nodes:
-        for name in set(_shown_names(node)) - {None}:
+        for name in sorted(set(_shown_names(node)) - {None}):  # sorted: the tables are built alike each time
             showing.setdefault(name, []).append(node)
         if isinstance(node, (ast.Call, ast.MethodCall)):
-            for callee in {_callee_name(node), "?"} - {None}:
+            for callee in sorted({_callee_name(node), "?"} - {None}):
                 calling.setdefault(callee, []).append(node)
     arity = max((len(node.args) for node in calling["?"]), default=0)
     for kind in (*_OPERATIONS, "member"):
@@ -146,14 +150,15 @@ def _line_keys(nodes: list) -> Iterator[tuple[Key, Key, list]]:
         yield ("callee", callee), ("callee", callee), among
         yield ("arg", OTHER, callee), ("arg", str(arity + 1), callee), among
         yield from ((("arg", str(n), callee),) * 2 + (among,) for n in range(arity + 1))
-    for op in {node.op for node in nodes if isinstance(node, (ast.BinOp, ast.UnOp))}:
+    for op in sorted({node.op for node in nodes if isinstance(node, (ast.BinOp, ast.UnOp))}):
         yield ("bitwise", op), ("bitwise", op), nodes
     for part in ("initial value", "limit", "step"):
         yield ("for", part), ("for", part), nodes
     for event in _METAMETHODS:
         yield ("metamethod", event), ("metamethod", event), nodes
     yield ("span", OTHER), ("span", ""), nodes  # no number is written as ""
-    for written in {node.key.raw for node in nodes if isinstance(node, ast.Index) and isinstance(node.key, ast.Number)}:
+    numbers = {node.key.raw for node in nodes if isinstance(node, ast.Index) and isinstance(node.key, ast.Number)}
+    for written in sorted(numbers):
         yield ("span", written), ("span", written), nodes
 
 
@@ -436,6 +441,8 @@ class _Text:
         return line, offset - self.line_starts[line - 1] + 1
 
     def first_non_blank(self, line: int) -> int:
+        if line > len(self.line_starts):  # past the text (its Lua may have a line more): a blank line's
+            return 1
         end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
         return first_non_blank_column(self.text[self.line_starts[line - 1]:end])
 
@@ -447,11 +454,16 @@ _TRIVIA = re.compile(r"[ \t\n\v\f\r]+|--\[(?P<eq>=*)\[.*?\](?P=eq)\]|--[^\r\n]*"
 @lru_cache(maxsize=16)
 def _parsed(source: Source) -> tuple[list, _Text] | None:
     """Every node of the source's tree, and its text; None if it does not parse."""
-    from nupp.frontend.parser import lua_text, parse  # the compiler is loaded only when an error is shown
+    from nupp.frontend.parser import parse  # the compiler is loaded only when an error is shown
     try:
         chunk = parse(source)
     except NuppError:
         return None
+    return _nodes_and_text(chunk, source)
+
+
+def _nodes_and_text(chunk, source: Source) -> tuple[list, _Text]:
+    from nupp.frontend.parser import lua_text
     return list(_walk(chunk)), _Text.of(lua_text(source.text))
 
 

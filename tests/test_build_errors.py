@@ -264,3 +264,16 @@ def test_the_tree_holds_diagnostics_not_sources(project, trees):
     assert not list(tree.rglob("*.nupp"))
     for path in (tree / "lib/nupp/diagnostics").rglob("*.lua"):  # relocatable: paths in the project only
         assert str(project).encode() not in path.read_bytes(), path
+
+
+def test_a_file_without_a_final_line_break_builds_and_reports_as_nupp_run(tmp_path):
+    """Its Lua has a line more than its source: `nupp build` stopped with an internal error."""
+    require_luajit_library()
+    project = tmp_path / "nonl"
+    project.mkdir()
+    (project / "nupp.toml").write_text('[project]\nname = "nonl"\nmain = "main.nupp"\n')
+    (project / "main.nupp").write_bytes(b"local x = nil\nprint(x.y)")
+    tree = built(project, tmp_path / "out", "--aot", "off")
+    expected = run_bytes([sys.executable, "-m", "nupp", "run", "main.nupp"], project)
+    assert expected[0] == 1 and b"main.nupp:2:7: error:" in expected[2], expected
+    assert run_bytes([str(tree / "bin" / "nonl")], "/") == expected

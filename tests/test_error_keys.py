@@ -113,3 +113,13 @@ def test_line_reports_lay_out_what_diagnostic_renders():
     for line in range(1, 6):
         for col in (1, 2, 7, 12):
             assert reports.render(line, col, "msg \udcff") == Diagnostic(source, line, col, "msg \udcff").render()
+
+
+def test_a_source_without_a_final_line_break_has_lines_past_its_end():
+    """Its Lua has a line more (the writer ends the chunk with one): the build asks for that line's
+    columns too, and `nupp build` of such a file stopped with an internal error (IndexError)."""
+    source = Source("m.nupp", "local x = nil\nprint(x.y)")
+    columns = line_columns(source, 4)
+    assert columns[2:] == [{}, {}]
+    assert columns[1][("index",)] == 7  # ("index", "x") is not stored: its successor gives the column
+    assert column_for(source, 3, "attempt to call a nil value") == 1

@@ -314,26 +314,29 @@ class _FileBuilder:
         source = Source(rel, data.decode("utf-8", "surrogateescape"))
         mark = len(self.tree.written)
         if rel.endswith(".lua") and rel != self.project.main.as_posix():  # nupp run translates any main
-            imports, entry, chunks = self.plain_lua(source, data)
+            imports, entry, chunks, syntax = self.plain_lua(source, data)
         else:
             self.say(f"compiling {rel}")
-            imports, entry, chunks = self.nupp_module(source)
+            imports, entry, chunks, syntax = self.nupp_module(source)
         if has_reported_positions(rel):
-            entry["diagnostics"] = self.tree.write(f"{DIAGNOSTICS}/{rel}.lua", _diagnostics(source, chunks))
+            entry["diagnostics"] = self.tree.write(f"{DIAGNOSTICS}/{rel}.lua", _diagnostics(source, chunks, syntax))
         return Built(key, list(imports), self.tree.written[mark:], entry)
 
-    def plain_lua(self, source: Source, data: bytes) -> tuple[tuple[str, ...], dict, list[str]]:
+    def plain_lua(self, source: Source, data: bytes) -> tuple[tuple[str, ...], dict, list[str], object]:
         """A .lua module runs as it is; its requires as the Nupp parser reads them.
-        Returns its requires, its entry in tree.lua and the Lua it runs as."""
+        Returns its requires, its entry in tree.lua, the Lua it runs as and its
+        syntax tree (None: it does not parse as Nupp)."""
+        syntax = None
         try:
-            imports = literal_requires(parse(source))
+            syntax = parse(source)
+            imports = literal_requires(syntax)
         except NuppError:
             imports = ()
             self.say(f"{source.path}: its require calls were not read (it does not parse as Nupp)")
         lua = self.tree.write(f"lua/{source.path}", data)
-        return imports, {"chunkname": "@" + source.path, "translated": False, "lua": lua}, [source.text]
+        return imports, {"chunkname": "@" + source.path, "translated": False, "lua": lua}, [source.text], syntax
 
-    def nupp_module(self, source: Source) -> tuple[tuple[str, ...], dict, list[str]]:
+    def nupp_module(self, source: Source) -> tuple[tuple[str, ...], dict, list[str], object]:
         rel = source.path
         compiled = compile_for_tree(source, self.request, f"native/{rel}.so")
         entry = {"chunkname": "@" + rel, "translated": True}
@@ -348,7 +351,7 @@ class _FileBuilder:
                               for build, lua in compiled.lua}
             entry["cpu_tier"] = {"symbol": library.tiered.cpu_tier_symbol, "cdef": library.tiered.cpu_tier_cdef}
             entry["executions"] = {tier: self.executions(compiled.module, source, tier) for tier in entry["tiers"]}
-        return literal_requires(compiled.front.chunk), entry, [lua for _, lua in compiled.lua]
+        return literal_requires(compiled.front.chunk), entry, [lua for _, lua in compiled.lua], compiled.front.chunk
 
     def executions(self, module, source: Source, tier: str) -> list[dict]:
         """The module's other native executions at `tier` (scalar C, lane C at
@@ -395,18 +398,19 @@ def _manifest(project: Project, modules: dict[str, str], built: dict[str, Built]
         "errors": report_rule()}) + "\n")
 
 
-def _diagnostics(source: Source, chunks: list[str]) -> bytes:
+def _diagnostics(source: Source, chunks: list[str], syntax=None) -> bytes:
     """diagnostics/FILE.lua: each line's diagnostic, but for the column and
     the message (run_errors.LineReports), and the column of each key a
     message at the line could produce that resolves there (error_position's
     line_columns: lines with none are left out), for every line any of the
-    file's chunks has."""
+    file's chunks has.  `syntax`: the source's syntax tree, parsed already
+    (None: it is parsed here, or does not parse)."""
     lines = max(map(line_count, [source.text, *chunks]))
     reports = line_reports(source, lines)
     keys: dict[str, int] = {}  # each key's text once; a line's table: key number, column (0: False), ...
     columns = {line: [part for key, col in found.items()
                       for part in (keys.setdefault(key_text(key), len(keys) + 1), col or 0)]
-               for line, found in enumerate(line_columns(source, lines), 1) if found}
+               for line, found in enumerate(line_columns(source, lines, syntax), 1) if found}
     return source_bytes("return " + lua_literal({
         "heads": reports.heads, "middle": reports.middle, "excerpts": reports.excerpts, "caret": reports.caret,
         "firsts": reports.firsts, "keys": list(keys), "columns": columns}) + "\n")
