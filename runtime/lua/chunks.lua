@@ -19,16 +19,15 @@
 --   function down, both as hex (lupa would decode them as UTF-8 and fail on
 --   other bytes).  The traceback is LuaJIT's, but for the frame of an @aot
 --   function that does not show where it failed (see aot_frame).
---   A stack overflow is reported at the program's call that overflowed (see
---   overflow_at_call).
+--   A stack overflow is reported at the program's call that overflowed.
 -- chunks.unreported(said): after a failure whose handler did not finish, the
 --   error it was handling, as chunks.failure reports it but without a
 --   traceback; else xpcall's own message `said`.  LuaJIT gives the handler of
---   a stack overflow a few dozen stack slots beyond the limit, and a deep
---   overflow can leave too few for the traceback: the handler records the
---   error before anything else, and the host asks for it once Lua unwound.
+--   a stack overflow a few dozen stack slots beyond the limit, and recursion
+--   the JIT compiled can leave too few even to call it: the handler records
+--   the error before anything else, and the host asks for it once Lua unwound.
 -- chunks.flush(): flushes standard output, whatever the program did to `io`.
-local internals = ...
+local internals, raw_coroutine = ...
 
 local G = _G
 local loadstring, setfenv, getmetatable, pairs = loadstring, setfenv, debug.getmetatable, pairs
@@ -36,6 +35,7 @@ local tostring, type, traceback, getinfo = tostring, type, debug.traceback, debu
 local pcall, rawget = pcall, rawget
 local byte, format, match, gmatch, sub = string.byte, string.format, string.match, string.gmatch, string.sub
 local concat = table.concat
+local coroutine_create, coroutine_resume = raw_coroutine.create, raw_coroutine.resume
 local stdout, io_type = io.stdout, io.type
 local signatures = internals.boundary.signatures
 
@@ -78,19 +78,19 @@ local function hex(text)
     return (text:gsub(".", function(c) return format("%02x", byte(c)) end))
 end
 
--- The traceback line of the frame at `level` of the caller's stack where an @aot
--- function's boundary called the function (as the field callee[name]: the
--- boundary's own helpers it calls by their names) and the frame does not show
--- the function's own line; nil for any other frame.  Such a frame is native
--- code, which has no Lua frame of its own (the frame is the call into the
--- library, which includes the @aot functions it calls), or a runtime helper
--- that the interpreted function tail-called (`return a // b`) in its place.
--- Either reads at `position`, where the error message says it failed.
-local function aot_frame(level, position)
-    local caller = getinfo(level + 2, "f")
+-- The traceback line of the frame at `level` of the handler's stack (`frames`,
+-- getinfo's "Snf" by level) where an @aot function's boundary called the
+-- function (as the field callee[name]: the boundary's own helpers it calls by
+-- their names) and the frame does not show the function's own line; nil for
+-- any other frame.  Such a frame is native code, which has no Lua frame of its
+-- own (the frame is the call into the library, which includes the @aot
+-- functions it calls), or a runtime helper that the interpreted function
+-- tail-called (`return a // b`) in its place.  Either reads at `position`,
+-- where the error message says it failed.
+local function aot_frame(frames, level, position)
+    local caller, frame = frames[level + 1], frames[level]
     local signature = caller and signatures[caller.func]
-    if signature == nil then return nil end
-    local frame = getinfo(level + 1, "Snf")
+    if signature == nil or frame == nil then return nil end
     if frame.namewhat ~= "field" or frame.name ~= signature.name then return nil end
     local from_file = sub(frame.source, 1, 1) == "@"
     if (frame.func == signature.fn and from_file) or signatures[frame.func] then
@@ -100,23 +100,28 @@ local function aot_frame(level, position)
     return format("\t%s: in native code of '%s'", position, signature.name)
 end
 
--- The traceback from the failing function down (level 3 here: 1 is this
--- function, 2 chunks.failure), with aot_frame's lines.  A frame line stands
--- for one level until LuaJIT leaves levels out ("\t...").
-local function program_traceback(message)
-    local text = traceback("", 3)
+-- LuaJIT's traceback (`text`, from the failing function down: level 2 of the
+-- handler's stack) with aot_frame's lines.  A frame line stands for one level
+-- until LuaJIT leaves levels out ("\t...").
+local function program_traceback(message, text, frames)
     local position = match(message, "^(.-:%d+): ")
     if position == nil then return text end
-    local lines, level, skipped = {}, 2, false
+    local lines, level, skipped = {}, 1, false
     for line in gmatch(text .. "\n", "(.-)\n") do
         skipped = skipped or line == "\t..."
         if sub(line, 1, 1) == "\t" and not skipped then
             level = level + 1
-            line = aot_frame(level, position) or line
+            line = aot_frame(frames, level, position) or line
         end
         lines[#lines + 1] = line
     end
     return concat(lines, "\n")
+end
+
+-- The report chunks.failure returns: message and traceback as hex.  Made on a
+-- coroutine's stack of its own (see chunks.failure).
+local function report(message, text, frames)
+    return { hex(message), hex(program_traceback(message, text, frames)) }
 end
 
 -- The runtime's own files ("@.../runtime/lua/"): their frames are not the program's.
@@ -126,6 +131,18 @@ local OVERFLOWED = ": " .. STACK_OVERFLOW
 
 local unreported -- the error chunks.failure is handling, until its report is made
 
+-- The most levels a traceback shows before it leaves some out ("\t...":
+-- LuaJIT shows them all up to TRACEBACK_LEVELS1 + TRACEBACK_LEVELS2), and one
+-- more, the last one's caller, which aot_frame reads.
+local SHOWN_LEVELS = 12 + 10 + 1
+
+-- A stack overflow leaves this handler the few dozen stack slots LuaJIT adds
+-- to the full stack, and a C function needs 20 (LUA_MINSTACK) above its
+-- caller: so it reads the stack in its own frame (kept small: the locals of a
+-- block free their slots after it), and makes the report on a fresh
+-- coroutine's stack, where nothing depends on how much room was left.  (Made
+-- in nested calls, the report ran out of room in about one overflow in ten,
+-- and the diagnostic lost its traceback and the callee its caret needs.)
 function chunks.failure(e)
     unreported = e
     if e == STACK_OVERFLOW or (type(e) == "string" and sub(e, -#OVERFLOWED) == OVERFLOWED) then
@@ -136,7 +153,6 @@ function chunks.failure(e)
         -- of a program file (past C functions and the runtime's frames, its
         -- files' and the chunks it makes), and past the first when it was just
         -- entered (its current line is its first).
-        -- Inline: this handler has some 30 stack slots, and getinfo takes 20.
         local level, first = 1, true
         while true do
             level = level + 1
@@ -151,10 +167,17 @@ function chunks.failure(e)
             end
         end
     end
+    local text, frames = traceback("", 2), {}
+    for level = 2, SHOWN_LEVELS + 1 do
+        local frame = getinfo(level, "Snf")
+        if frame == nil then break end
+        frames[level] = frame
+    end
     local message = error_text(unreported)
-    local report = { hex(message), hex(program_traceback(message)) }
+    local ok, made = coroutine_resume(coroutine_create(report), message, text, frames)
+    if not ok then error(made, 0) end
     unreported = nil
-    return report
+    return made
 end
 
 function chunks.unreported(said)

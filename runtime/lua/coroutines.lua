@@ -15,7 +15,7 @@
 -- calls (only Lua stack slots), and no count of resumes can see how far each
 -- coroutine recursed through C in between; a resume is the one place where a
 -- recursion leaves the limit LuaJIT enforces.
--- Called by prelude.lua: replaces the two globals.
+-- Called by prelude.lua: replaces the two globals, and returns LuaJIT's own.
 local create, resume, wrap, running = coroutine.create, coroutine.resume, coroutine.wrap, coroutine.running
 local error, type = error, type
 
@@ -206,3 +206,7 @@ function coroutine.wrap(f)
         return wrapped(resume(co, ...))
     end
 end
+
+-- LuaJIT's own two, for the runtime's resumes that no program nests
+-- (chunks.failure's report)
+return { create = create, resume = resume }

@@ -19,7 +19,7 @@ local boundary = load_part("boundary", math_rt, mem)
 local ops = load_part("ops", math_rt)
 local native = load_part("native", boundary)
 local operators = load_part("operators")
-load_part("coroutines")  -- nested coroutines end in a stack overflow
+local raw_coroutine = load_part("coroutines")  -- nested coroutines end in a stack overflow
 
 nupp = {
     math = {
@@ -76,6 +76,6 @@ end
 __nupp.is_struct = mem.is_struct
 
 -- ---- the host's side (runtime/host.py) ---------------------------------------
-__nupp.chunks = load_part("chunks", __nupp)
+__nupp.chunks = load_part("chunks", __nupp, raw_coroutine)
 
 return __nupp
