@@ -26,6 +26,7 @@ result comes back by the function's result type: `number`, `double` and
 from __future__ import annotations
 
 import numbers
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,7 +226,7 @@ class NuppModule:
         lua_args = [self._argument(signature, spans, i, a) for i, a in enumerate(args)]
         ok, value = self._call(fn, *lua_args)
         if not ok:
-            raise NuppRuntimeError(value)
+            raise NuppRuntimeError(_in_python_words(value, signature["name"], args))
         return result(value)
 
     def _argument(self, signature, spans, index: int, value):
@@ -252,6 +253,27 @@ class NuppModule:
         if -TWO_63 <= n < TWO_64:
             return self._int64_cdata(n >> 32, n & 0xFFFFFFFF, n >= TWO_63)
         return self._wide_integer(str(n))
+
+
+# lupa hands Lua None as nil and any other Python object as a userdata, which a refusal names so
+_GOT_LUA_NAME = re.compile(r"^(bad argument #([0-9]+) to '([^']*)' \(.* expected, got )(?:userdata|nil)\)$", re.DOTALL)
+
+
+def _in_python_words(message: str, function: str, args: tuple) -> str:
+    """A refusal of a Python argument as Python names it (`got a Python list`,
+    `got None`, a missing one `got no value` as LuaJIT's C functions say), not
+    as the Lua value lupa made of it."""
+    m = _GOT_LUA_NAME.match(message)
+    index = int(m[2]) - 1 if m and m[3] == function else -1
+    if index >= len(args):
+        return f"{m[1]}no value)"
+    if index < 0 or luajit21.lua_type(args[index]) is not None:  # a Lua value itself
+        return message
+    if args[index] is None:
+        return f"{m[1]}None)"
+    kind = type(args[index])
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return f"{m[1]}a Python {name})"
 
 
 def _span_array_problem(array: np.ndarray, dtype: np.dtype, struct: str) -> str | None:

@@ -543,7 +543,7 @@ def test_a_span_of_another_dtype_or_shape_is_refused_at_map_time(nd, kernels):
 @pytest.mark.parametrize("k, refusal", [
     (2 ** 40, "bad argument #3 to 'checked' (int32 expected, got 1099511627776)"),
     ("7", "bad argument #3 to 'checked' (int32 expected, got string)"),
-    (None, "bad argument #3 to 'checked' (int32 expected, got nil)"),
+    (None, "bad argument #3 to 'checked' (int32 expected, got None)"),
 ], ids=["out of range", "a string", "None"])
 def test_a_scalar_the_boundary_refuses_is_refused_at_map_time(nd, kernels, k, refusal):
     """In the boundary's own words (LANGUAGE.md: an integer parameter takes an

@@ -329,6 +329,26 @@ def test_statuses_results_and_a_large_call(module):
     assert module.total(big) == module._lua_calls["total"](big) == 150_000.0
 
 
+class Thing:
+    pass
+
+
+@pytest.mark.parametrize("value, words", [([1.5], "a Python list"), ((1.5,), "a Python tuple"), ({}, "a Python dict"),
+                                          (Thing(), f"a Python {__name__}.Thing"), (None, "None"),
+                                          (np.zeros(2), "a Python numpy.ndarray")])
+def test_a_refused_python_value_is_named_as_python_names_it(module, interp, value, words):
+    """Not as the Lua value lupa made of it (userdata, nil); a missing argument
+    is 'no value', as LuaJIT's C functions say.  The same on every path."""
+    for call in (module.product, module._lua_calls["product"], interp.product):
+        with pytest.raises(api.NuppRuntimeError, match=rf"^bad argument #2 to 'product' \(number expected, got {words}\)$"):
+            call(1.0, value)
+    with pytest.raises(api.NuppRuntimeError, match=r"^bad argument #1 to 'total' \(span.Span<Rec> expected, got "
+                                                   r"a Python list\)$"):
+        module.total([1.0])
+    with pytest.raises(api.NuppRuntimeError, match=r"^bad argument #2 to 'product' \(number expected, got no value\)$"):
+        module.product(1.0)
+
+
 def test_a_function_a_device_runs_keeps_the_lua_path(tmp_path):
     from nupp.targets.device import DeviceUnavailable
     if fast_call.extension("gcc") is None:
