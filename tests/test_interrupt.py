@@ -301,7 +301,7 @@ def before_the_handler(err: str) -> bool:
         path = Path(frame["file"])
         if path.parent == package and not (frame["function"] == "<module>" and path.name in BEFORE_THE_HANDLER):
             return False
-        if package in path.parents:  # a subpackage: imported after the handler
+        if package in path.parent.parents:  # a subpackage's file: imported after the handler
             return False
     return True
 
