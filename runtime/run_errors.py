@@ -5,7 +5,7 @@ to report the same text (runtime/project/boot.lua).
 when the message starts with a position in a program file, the diagnostic at
 that line (Diagnostic.render: header, source line, caret), else `error: ` and
 the message; then, when more than one, the traceback's frames in program
-files under `from:`.  A built program has neither Python nor the sources, so
+files under `from:` (and `...` where LuaJIT left levels out).  A built program has neither Python nor the sources, so
 the build renders each line's diagnostic with the column and the message
 left out (line_reports, lib/nupp/diagnostics/FILE.lua in the tree) and
 boot.lua only glues: it finds the position and the frames by report_rule's
@@ -35,6 +35,8 @@ from nupp.runtime.host import LUA_DIR, LuaRunError
 UNPOSITIONED = "error: "
 FRAMES_HEADING = "\nfrom:\n"
 FRAME_FORMAT = "  %s:%s:%s"  # path, line, the rest of LuaJIT's frame (Python's % and Lua's format alike)
+LEFT_OUT = "\t..."  # the traceback's line where LuaJIT left levels out
+FRAMES_LEFT_OUT = "  ..."  # and the list's
 
 # "path/file.nupp:12: message" as LuaJIT writes positions, and a traceback's frame
 _LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)
@@ -55,10 +57,14 @@ def render_run_error(err: LuaRunError) -> str:
         callee = raising_function(err.traceback, match["path"], line)
         col = column_for(source, line, match["message"], callee)
         text = Diagnostic(source, line, col, match["message"]).render()
-    frames = [FRAME_FORMAT % (m["path"], m["line"], m["rest"])
-              for m in map(_TRACE_FRAME.match, err.traceback.splitlines())
-              if m is not None and _is_program_file(m["path"])]
-    if len(frames) > 1:
+    frames, listed = [], 0
+    for line in err.traceback.splitlines():
+        if line == LEFT_OUT and listed:
+            frames.append(FRAMES_LEFT_OUT)
+        elif (m := _TRACE_FRAME.match(line)) is not None and _is_program_file(m["path"]):
+            frames.append(FRAME_FORMAT % (m["path"], m["line"], m["rest"]))
+            listed += 1
+    if listed > 1:
         text += FRAMES_HEADING + "\n".join(frames)
     return text
 
@@ -85,11 +91,12 @@ def report_rule() -> dict:
     """What boot.lua needs besides each file's line_reports: the Lua patterns of
     a message's position (path, line, message) and of a traceback's frame
     (path, line, the rest), the words of an error without a program position,
-    how a frame is listed and what heads the list (render_run_error's), and
+    how a frame is listed, what heads the list and marks levels left out
+    (render_run_error's), and
     the rules a message's keys are found by (error_keys.lua_rule)."""
     return {"position": "^([^\n:]+):(%d+): (.*)$", "frame": "^%s*([^\n:]+):(%d+):(.*)$",
             "unpositioned": UNPOSITIONED, "frame_format": FRAME_FORMAT, "frames_heading": FRAMES_HEADING,
-            "keys": lua_rule()}
+            "left_out": LEFT_OUT, "frames_left_out": FRAMES_LEFT_OUT, "keys": lua_rule()}
 
 
 # Diagnostic.render with these as the column and the message: where they go

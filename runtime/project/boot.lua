@@ -181,7 +181,9 @@ local function report(message, traceback)
     local frames = {}
     for entry in traceback:gmatch("[^\n]+") do
         local at, number, rest = entry:match(rule.frame)
-        if at and tree.files[at] and tree.files[at].diagnostics then
+        if entry == rule.left_out and listed > 0 then
+            frames[#frames + 1] = rule.frames_left_out
+        elseif at and tree.files[at] and tree.files[at].diagnostics then
             frames[#frames + 1] = rule.frame_format:format(at, number, rest)
         end
     end
