@@ -128,6 +128,7 @@ shapes.pcall = function()
   error(e, 0)
 end
 shapes.level0 = function() error("plain words", 0) end
+shapes.beyond = function() error("past the main chunk", 4) end
 shapes.level2 = function()
   local function check(v) if not v then error("check failed", 2) end end
   check(false)
@@ -135,6 +136,7 @@ end
 shapes.bytes = function() util.bytes() end
 shapes.bom = function() bom.f(nil) end
 shapes.overflow = function() local function r(n) return 1 + r(n) end; r(1) end
+shapes.deep = function() local function d(n) if n == 0 then error("deep") end; return 1 + d(n - 1) end; d(30) end
 shapes.div = function() print(kernels.div(1, 0)) end
 shapes.assert = function() print(kernels.positive(-1)) end
 shapes.argument = function() print(kernels.positive("x")) end
@@ -149,7 +151,7 @@ run()
 # in the main chunk itself
 SHAPES = {"index": "caret", "module": "caret", "plain": "caret", "broken": "caret", "table": "bare",
           "nil": "bare", "tostring": "bare", "number": "caret", "wrap": "caret", "resume": "caret",
-          "pcall": "caret", "level0": "bare", "level2": "caret", "bytes": "caret", "overflow": "caret",
+          "pcall": "caret", "level0": "bare", "beyond": "bare", "level2": "caret", "bytes": "caret", "overflow": "caret", "deep": "caret",
           "top": "caret", "bom": "caret", "div": "caret", "assert": "caret", "argument": "caret",
           **dict.fromkeys(("midline", "argument2", "method", "operator", "compare", "metamethod", "raised",
                            "raised2"), "caret")}
@@ -202,6 +204,8 @@ def assert_has_the_shape(shape: str, stderr: bytes) -> None:
         assert len(caret) > len(text) - len(text.lstrip()) + 1 and text[len(caret) - 1] != " ", stderr
     if shape != "overflow":  # its frames: see the test
         assert ("from:" in lines) == (shape != "top"), stderr
+    # where LuaJIT left levels out of the traceback, and only there
+    assert ("  ..." in lines) == (shape in ("deep", "overflow")), stderr
 
 
 @pytest.mark.parametrize("shape, aot", CASES)

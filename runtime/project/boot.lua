@@ -1,9 +1,10 @@
 -- The boot script of a Nupp program built by `nupp build` (runtime/project/):
 -- what runtime/host.py does for `nupp run`, without Python.  The launcher
 -- (bin/NAME, launcher.c) runs it with the output tree's root folder, the
--- program's path as invoked and the program's arguments; it returns the exit
--- status: 0, or 1 for an uncaught error of the program (reported as `nupp
--- run` reports it: see report).  An error of its own (a damaged tree, a bad
+-- program's path as invoked and the program's arguments; it returns what
+-- the launcher runs (see its end), whose exit status is 0, or 1 for an
+-- uncaught error of the program (reported as `nupp run` reports it: see
+-- report), or an exit status itself where nothing is to run.  An error of its own (a damaged tree, a bad
 -- NUPP_CPU_TIER_MAX) the launcher reports, status 2; a bad NUPP_THREADS or
 -- NUPP_THREADS_MIN it reports itself, as `nupp run` words it, status 2.
 --
@@ -169,7 +170,7 @@ end
 -- render_run_error, by the rule report_rule renders into tree.errors):
 -- the diagnostic at the message's position in a program file, else
 -- "error: " and the message; then, when there are several, the traceback's
--- frames in program files.  A position past the lines of the file's chunks
+-- frames in program files (and "..." where LuaJIT left levels out).  A position past the lines of the file's chunks
 -- (only a message made up to look like one has it) is reported as no position.
 local function report(message, traceback)
     local rule = tree.errors
@@ -178,16 +179,17 @@ local function report(message, traceback)
     local k = lines and tonumber(line)
     local shown = rule.unpositioned .. message
     if lines and lines.heads[k] then shown = diagnostic(lines, k, text, traceback, path) end
-    local frames = {}
+    local frames, listed = {}, 0
     for entry in traceback:gmatch("[^\n]+") do
         local at, number, rest = entry:match(rule.frame)
         if entry == rule.left_out and listed > 0 then
             frames[#frames + 1] = rule.frames_left_out
         elseif at and tree.files[at] and tree.files[at].diagnostics then
             frames[#frames + 1] = rule.frame_format:format(at, number, rest)
+            listed = listed + 1
         end
     end
-    if #frames > 1 then shown = shown .. rule.frames_heading .. table.concat(frames, "\n") end
+    if listed > 1 then shown = shown .. rule.frames_heading .. table.concat(frames, "\n") end
     io.stderr:write(shown, "\n")
     return 1
 end
@@ -203,9 +205,20 @@ arg = { [0] = program }
 for i = 1, nargs do arg[i] = args[i] end
 local chunk, err = load_file(tree.files[tree.main])
 if not chunk then return report(err, "") end
-local ok, failure = xpcall(chunk, chunks.failure, unpack(args, 1, nargs))
-chunks.flush()
-if ok then return 0 end
--- not the handler's report: it ran out of stack (a stack overflow), as host.py says
-if type(failure) ~= "table" then failure = chunks.unreported(failure) end
-return report(unhex(failure[1]), unhex(failure[2]))
+
+-- The program's end: the exit status for what its main chunk did (ok, or the
+-- handler's failure).
+local function finish(ok, failure)
+    chunks.flush()
+    if ok then return 0 end
+    -- not the handler's report: it ran out of stack (a stack overflow), as host.py says
+    if type(failure) ~= "table" then failure = chunks.unreported(failure) end
+    return report(unhex(failure[1]), unhex(failure[2]))
+end
+
+-- The launcher calls the main chunk (under the handler) from a C function of
+-- its own, and then finish: below the program is one C frame, as under
+-- `luajit FILE` (lua.c's pmain) and `nupp run` (xpcall), and not this file's
+-- frame (an error level past the main chunk named a line of boot.lua, and a
+-- traceback's last levels differed).
+return finish, chunks.failure, chunk, unpack(args, 1, nargs)

@@ -81,6 +81,23 @@ static int tree_root(char root[PATH_MAX], const char *argv0)
     return 0;
 }
 
+/* Called with what boot.lua returned to run (finish, the handler, the main
+   chunk, the program's arguments): calls the chunk under the handler, as
+   lua.c's docall does from its pmain, then finish(ok, failure); returns its
+   exit status. */
+static int run_program(lua_State *L)
+{
+    int failed = lua_pcall(L, lua_gettop(L) - 3, 0, 2);
+    lua_pushvalue(L, 1);
+    lua_pushboolean(L, !failed);
+    if (failed)
+        lua_pushvalue(L, 3);  /* what the handler made of the error */
+    else
+        lua_pushnil(L);
+    lua_call(L, 2, 1);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     deepen_stack(argv);  /* first: what runs before it may run twice */
@@ -106,7 +123,12 @@ int main(int argc, char **argv)
         lua_pushstring(L, root);
         for (int i = 0; i < argc; i++)
             lua_pushstring(L, argv[i]);
-        status = lua_pcall(L, argc + 1, 1, 0);
+        status = lua_pcall(L, argc + 1, LUA_MULTRET, 0);
+    }
+    if (status == 0 && lua_isfunction(L, 1)) {  /* a program to run, not an exit status */
+        lua_pushcfunction(L, run_program);
+        lua_insert(L, 1);
+        status = lua_pcall(L, lua_gettop(L) - 1, 1, 0);
     }
     if (status != 0) {
         const char *why = lua_tostring(L, -1);
