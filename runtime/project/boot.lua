@@ -4,9 +4,10 @@
 -- program's path as invoked and the program's arguments; it returns what
 -- the launcher runs (see its end), whose exit status is 0, or 1 for an
 -- uncaught error of the program (reported as `nupp run` reports it: see
--- report), or an exit status itself where nothing is to run.  An error of its own (a damaged tree, a bad
--- NUPP_CPU_TIER_MAX) the launcher reports, status 2; a bad NUPP_THREADS or
--- NUPP_THREADS_MIN it reports itself, as `nupp run` words it, status 2.
+-- report), or an exit status itself where nothing is to run.  An error of
+-- its own (a damaged tree, a bad NUPP_CPU_TIER_MAX) the launcher reports,
+-- status 2; a bad NUPP_THREADS or NUPP_THREADS_MIN it reports itself, as
+-- `nupp run` words it, status 2.
 --
 -- It installs the runtime library (lib/nupp/runtime, as host.py's
 -- new_lua_runtime), puts the tree's modules (lib/nupp/tree.lua, written by
@@ -170,8 +171,9 @@ end
 -- render_run_error, by the rule report_rule renders into tree.errors):
 -- the diagnostic at the message's position in a program file, else
 -- "error: " and the message; then, when there are several, the traceback's
--- frames in program files (and "..." where LuaJIT left levels out).  A position past the lines of the file's chunks
--- (only a message made up to look like one has it) is reported as no position.
+-- frames in program files (and "..." where LuaJIT left levels out).  A
+-- position past the lines of the file's chunks (only a message made up to
+-- look like one has it) is reported as no position.
 local function report(message, traceback)
     local rule = tree.errors
     local path, line, text = message:match(rule.position)
