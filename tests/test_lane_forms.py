@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nupp.emit_c.lane import SELECT_BUDGET, emit_lane_module, select_chain, select_cost
+from nupp.emit_c.lane import SELECT_BUDGET, emit_lane_module, select_chain, select_cost, vector_by_vector
 from nupp.errors import Source
 from nupp.pipeline import compile_module, lanes_at
 from nupp.runtime.api import load
@@ -541,7 +541,8 @@ def test_a_gang_wider_than_the_registers_is_several_vectors_per_register_width()
     """mandelbrot (binary32 and int32 lanes) at gang 32: two vectors of 16 under
     AVX-512, four of 8 under AVX2, eight of 4 elsewhere; every vector type of
     each variant's gangs one register wide (its masked tail may take a narrower
-    register: test_masked_tails.py)."""
+    register: test_masked_tails.py); its masked while, which only computes,
+    goes on vector by vector once some vector's lanes have all left."""
     c = _lane_c((BENCH / "mandelbrot.nupp").read_text(), 32)
     variants = _variants(c)
     assert list(variants) == ["#if defined(__AVX512F__)", "#elif defined(__AVX2__)", "#else"]
@@ -551,9 +552,61 @@ def test_a_gang_wider_than_the_registers_is_several_vectors_per_register_width()
         assert set(re.findall(r"nu_[a-z]\d+x(\d+)", gangs)) == {str(lanes)}, macro
         parts = 32 // lanes
         assert f"v_zx_p{parts - 1}" in text and f"v_zx_p{parts}" not in text, macro
-        # the while's lanes are every vector's, bit k*W + n for lane n of vector k
+        # the gang's rounds (lane n of vector k at bit k*W + n), until some vector has no lane left ...
         assert f"nu_lanes_x{lanes}(&w" in text and f" << {(parts - 1) * lanes})" in text, macro
-        assert "if (k" in text and "== 4294967295u) {" in text, macro
+        assert "== 4294967295u) {" in text, macro
+        low = sum(1 << (k * lanes) for k in range(parts))
+        some_vector_left = f"- {low:#x}u) & ~k"
+        assert some_vector_left in text and f"& {low << (lanes - 1):#x}u) != 0) break;" in text, macro
+        # ... then each vector's on its own, until its lanes have all left
+        rounds = text.split(some_vector_left, 1)[1].split("for (;;) {", 1)[1].split("break;", 1)[0]
+        live = re.findall(r"if \((k\d+_\d+) != 0\) \{", rounds)
+        assert len(live) == parts and rounds.endswith(f"if (({' | '.join(live)}) == 0) "), macro
+        assert rounds.count(f" = nu_lanes_x{lanes}(&w") == parts, macro
+        assert rounds.count(f" == {(1 << lanes) - 1}u) {{") == parts, macro  # its lanes all looping: no selects
+
+
+SHORT_ROUND = """\
+local span = nupp.mem.span
+
+local struct P
+    a: int32
+    b: int32
+end
+
+@aot
+local function count(exclusive out: span.WriteSpan<P>, borrows inp: span.Span<P>): nil
+    assert(#out == #inp, "length mismatch")
+    for i = 1, #out do
+        local x = inp[i].b
+        local n: int32 = 0
+        while n < inp[i].a do
+            x = x * 3 + n
+            n = n + 1
+        end
+        local m: int32 = 0
+        while m < (x & 63) do
+            m = m + 1
+        end
+        out[i].a = n
+        out[i].b = x + m
+    end
+end
+
+return {P = P, count = count}
+"""
+
+
+def test_a_masked_while_goes_on_by_vector_where_its_rounds_only_compute_and_cost_enough():
+    """UNREAD's and SELECTS' whiles only compute and cost enough; SHORT_ROUND's first loads
+    in its condition (each vector's load is the gang's), its second is too short."""
+    def by_vector(text):
+        module = lanes_at(compile_module(Source("k.nupp", text)), 16)
+        gang = next(s for f in module.functions for s in statements(f.body) if isinstance(s, ir.Gang))
+        return [vector_by_vector(s, gang.varying) for s in statements(gang.body) if isinstance(s, ir.While)]
+    assert by_vector(UNREAD) == [True] and by_vector(SELECTS) == [True]
+    assert by_vector(SHORT_ROUND) == [False, False]
+    assert "- 0x" not in _lane_c(SHORT_ROUND, 32)  # the gang's rounds to the last lane
 
 
 def test_binary64_lanes_take_half_as_many_per_vector():

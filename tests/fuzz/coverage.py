@@ -6,8 +6,8 @@ the shapes the outside fuzzer found), lowers it to scalar IR (every op,
 read with scalar_ir's walkers; loads and stores by field type) and runs the
 lane rewrite at gang 16 (which span loops run in gangs, masked control,
 reductions, uniform locals under a mask; what lane C writes differently:
-selects for a cheap masked if, assignments without a select, loads after a
-store to their span) and asks the SPIR-V backend which
+selects for a cheap masked if, a masked while going on vector by vector,
+assignments without a select, loads after a store to their span) and asks the SPIR-V backend which
 functions a device runs (with reductions, a finish kernel, calls, a break).
 `CONSTRUCTS` lists every name it
 can report; the fuzz run prints how many programs used each, and
@@ -23,7 +23,8 @@ from dataclasses import fields, is_dataclass
 
 from nupp.frontend import ast
 from nupp.emit_c.lane_memory import block_place
-from nupp.emit_c.lane import SELECT_BUDGET, dead_after_loops, masked_tail, select_chain, select_cost
+from nupp.emit_c.lane import (SELECT_BUDGET, dead_after_loops, masked_tail, select_chain, select_cost,
+                              vector_by_vector)
 from nupp.emit_spirv.admit import calls_in, device_refusal, kernel_reductions, split_kernel
 from nupp.errors import Source
 from nupp.frontend.parser import parse
@@ -69,7 +70,7 @@ SHAPES = (
     "masked while", "while ... and false", "masked for", "empty for in a span loop",
     "uniform local in a masked gang body", "reduction", "break out of a span loop", "two span loops",
     "register pressure (8+ loads in one expression)", "masked if run as selects",
-    "masked if/else-if chain run as selects from its last arm",
+    "masked if/else-if chain run as selects from its last arm", "masked while going on vector by vector",
     "span loops of different gangs in one function (the cost model's)",
     "local no inactive lane reads (no select)", "load after a store to its span in a gang",
     "masked tail", "masked tail that may break or raise",
@@ -437,7 +438,9 @@ def _stored(body) -> set[str]:
 
 def _lane_c_shapes(gang: ir.Gang) -> set[str]:
     """What lane C (emit_c/lane.py) writes differently: a masked tail, a cheap
-    masked if as selects, an assignment without a select (a local declared in
+    masked if as selects, a masked while whose vectors go on one by one once
+    one vector's lanes have left (in a gang of several vectors), an
+    assignment without a select (a local declared in
     its masked block, or dead after its masked loop), a load after a store to
     its span, a masked for's bounds read from a span its body stores."""
     found = set()
@@ -452,6 +455,8 @@ def _lane_c_shapes(gang: ir.Gang) -> set[str]:
             chain = select_chain(s)
             if chain is not None and len(chain[0]) > 1:
                 found.add("masked if/else-if chain run as selects from its last arm")
+        if isinstance(s, ir.While) and s.masked and vector_by_vector(s, gang.varying):
+            found.add("masked while going on vector by vector")
     if any(dead_after_loops(gang.body).values()) or _assigned_where_declared(gang.body, False):
         found.add("local no inactive lane reads (no select)")
     for s in statements(gang.body):  # bounds loaded once, before rounds that follow the body's stores

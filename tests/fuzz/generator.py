@@ -24,7 +24,8 @@ kernel over spans
 and sometimes a scalar function.  Besides random statements, span loops get
 the shapes that once broke lane C (`MOTIFS`): and/or whose right operand
 can raise, uniform locals in a body that runs under a mask, masked whiles
-with `and false`, empty inner fors and register pressure; and now and then a
+with `and false`, empty inner fors and register pressure, masked whiles that
+only compute (lane C's vectors go on one by one); and now and then a
 program defines one function name twice.
 
 `avoid` names known-bug shapes the generator leaves out (KNOWN_BUG_SHAPES),
@@ -645,7 +646,7 @@ class Writer:
 
     # ---- motifs: the shapes that once broke lane C ------------------------------------------
     def motif(self, depth: int = 0) -> list:
-        motifs = [self.motif_pressure, self.motif_masked_while]
+        motifs = [self.motif_pressure, self.motif_masked_while, self.motif_computing_while]
         if "raising-right-operand" not in self.avoid:
             motifs += [self.motif_guarded_division] * 2
         if "uniform-local-in-loop" not in self.avoid:
@@ -725,6 +726,26 @@ class Writer:
         j = self.fresh("j")
         out.append(For(j, Expr("i32", "1", literal=True), Expr("i32", "3", literal=True), ", 2", []))
         return out + self.motif_pressure(depth)
+
+    def motif_computing_while(self, depth: int = 0) -> list:
+        """A masked while whose condition and body only compute (no load, store, call or error),
+        enough that lane C's vectors go on one by one once one vector's lanes have all left
+        (emit_c/lane.py vector_by_vector), then a store of what it computed."""
+        w, x, y, z = (self.fresh(stem) for stem in "wxyz")
+        start = self.pick(self.loads("i32") or [self.counter()])
+        seed = self.pick(self.loads("i32") or [self.counter()])
+        out = [Line("local", f"local {w}: int32 = ({{0}} & 7)", [start]),
+               Line("local", f"local {x}: int32 = {{0}}", [seed]),
+               Line("local", f"local {y}: int32 = {w} * 5 + 1"), Line("local", f"local {z}: int32 = 0")]
+        self.declare(w, "i32", True, writable=False)  # stepped below: the loop stays finite
+        for name in (x, y, z):
+            self.declare(name, "i32", True)
+        body = [Line("assign", f"{x} = ({x} * 3 + {w}) ~ ({y} - 5)"),
+                Line("assign", f"{y} = ({y} ~ {x}) + ({x} & 255) * 7"),
+                Line("assign", f"{z} = ({z} + {x}) ~ ({y} * 5)"), Line("step", f"{w} = {w} + 1")]
+        out.append(While(Expr("bool", f"({w} < 9)", varying=True, bounds=True), body))
+        fields = [f for f, t in STRUCTS[self.loop.spans[self.loop.writable]] if t != "float"]  # takes an int32
+        return out + self.store(fname=self.pick(fields), value=Expr("i32", f"(({x} + {y}) ~ {z})", varying=True))
 
     def motif_pressure(self, depth: int = 0) -> list:
         """A store of a long expression over many fields (twelve int32 fields when the span has them)."""
