@@ -93,9 +93,16 @@ RULES: tuple[Rule, ...] = (
 )
 _COMPILED = tuple((re.compile(rule.regex), rule) for rule in RULES)
 
-# LuaJIT names a metamethod's frame by its event (`in function '__index'`)
-METAMETHOD_EVENTS = ("__index", "__newindex", "__concat", "__len", "__unm", "__add", "__sub", "__mul", "__div",
-                     "__mod", "__pow", "__eq", "__lt", "__le")
+# LuaJIT names a metamethod's frame by its event (`in function '__index'`):
+# each event, with the operators whose operation calls it (binary ones, unary
+# ones; None: an indexing, `x.k`, `x[k]`, `x:m()`), which error_position looks for
+ORDER_OPERATORS = ("<", ">", "<=", ">=")
+METAMETHODS: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | None] = {
+    "__index": None, "__newindex": None, "__concat": (("..",), ()), "__len": ((), ("#",)),
+    "__unm": ((), ("-",)), "__add": (("+",), ()), "__sub": (("-",), ()), "__mul": (("*",), ()),
+    "__div": (("/",), ()), "__mod": (("%",), ()), "__pow": (("^",), ()), "__eq": (("==", "~="), ()),
+    "__lt": (ORDER_OPERATORS, ()), "__le": (ORDER_OPERATORS, ()),
+}
 
 
 def keys_for(message: str, callee: str | None) -> list[Key]:
@@ -103,7 +110,7 @@ def keys_for(message: str, callee: str | None) -> list[Key]:
     for an error raised by a function (`callee`, from the traceback), the
     operation whose metamethod it is, else its call (an error that no
     operation on the line raised came from a call on it), else any call."""
-    by_metamethod = [("metamethod", callee)] if callee in METAMETHOD_EVENTS else []
+    by_metamethod = [("metamethod", callee)] if callee in METAMETHODS else []
     return [*_message_keys(message), *by_metamethod, ("callee", callee or "error"), ("calls",)]
 
 
@@ -191,7 +198,7 @@ def lua_rule() -> dict:
     return {"rules": [{"lua": list(rule.lua),
                        "keys": [[part + 1 if isinstance(part, int) else part for part in key] for key in rule.keys]}
                       for rule in RULES],
-            "metamethods": list(METAMETHOD_EVENTS), "frame": FRAME_LUA, "frame_names": list(FRAME_NAME_LUA),
+            "metamethods": list(METAMETHODS), "frame": FRAME_LUA, "frame_names": list(FRAME_NAME_LUA),
             "short_name": SHORT_NAME_LUA, "separator": KEY_SEPARATOR, "other": OTHER}
 
 

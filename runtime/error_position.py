@@ -45,7 +45,8 @@ from functools import lru_cache
 from nupp.errors import LINE_BREAK, NuppError, Source, first_non_blank_column
 from nupp.frontend import ast
 from nupp.frontend.literals import decode_string
-from nupp.runtime.error_keys import OTHER, Key, keys_for, other_key, raising_function, successor
+from nupp.runtime.error_keys import (METAMETHODS, ORDER_OPERATORS, OTHER, Key, keys_for, other_key,
+                                     raising_function, successor)
 
 __all__ = ["column_for", "raising_function", "resolve", "line_columns"]
 
@@ -184,7 +185,7 @@ class _Query:
 _CONSTRUCTS = (ast.Assign, ast.BinOp, ast.Call, ast.Field, ast.GenericFor, ast.Index, ast.MethodCall, ast.NumericFor,
                ast.Switch, ast.TableField, ast.UnOp)
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^", "//"})  # `//` runs as a division in Lua
-_ORDER = frozenset({"<", ">", "<=", ">="})
+_ORDER = frozenset(ORDER_OPERATORS)
 _DIVISION = frozenset({"/", "//", "%"})
 
 
@@ -240,14 +241,9 @@ _OPERATIONS = {"index": _indexing, "call": _callings, "concat": _operands({".."}
                "len": _operands((), {"#"}), "arith": _operands(_ARITHMETIC, {"-"})}
 
 
-# LuaJIT names a metamethod's frame by its event (`in function '__index'`)
-_METAMETHODS = {
-    "__index": _indexing(None), "__newindex": _indexing(None), "__concat": _operators({".."}),
-    "__len": _operators((), {"#"}), "__unm": _operators((), {"-"}),
-    **{event: _operators({op}) for event, op in
-       [("__add", "+"), ("__sub", "-"), ("__mul", "*"), ("__div", "/"), ("__mod", "%"), ("__pow", "^")]},
-    **{event: _operators(ops) for event, ops in [("__eq", {"==", "~="}), ("__lt", _ORDER), ("__le", _ORDER)]},
-}
+# the constructs of each metamethod's operation (runtime/error_keys.py's events)
+_METAMETHODS = {event: _indexing(None) if operators is None else _operators(*operators)
+                for event, operators in METAMETHODS.items()}
 
 
 def _operation_query(operation: Callable[[str | None], Candidates]) -> Callable[..., _Query]:
