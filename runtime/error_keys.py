@@ -164,13 +164,17 @@ def _bind(template: KeyTemplate, key: Key) -> dict[int, str] | None:
     return bound
 
 
-# A traceback's frame: where it is, and the function it was in.  Python's
-# regex, and Lua's: the place, then the rest, which names a function when it
-# is one of the forms below whole.
+# A traceback's frame, as LuaJIT writes one: "\tPLACE: in WHAT", PLACE being
+# "path:line" in a Lua function ("[C]" in a C function), WHAT naming the
+# function when it is one of the forms below whole.  Python's regex: the
+# path and line (a Lua function's), the rest after PLACE and the function's
+# name.  Lua's patterns: PLACE and WHAT (error_keys.lua); a Lua function's
+# path, line and the rest (boot.lua's, by run_errors.report_rule).
 _FRAME_KINDS = ("function", "local", "upvalue", "field", "method", "global")
-FRAME = re.compile(r"^[ \t\n\r\f\v]*(?P<where>.*?): in "
-                   rf"(?:(?:{'|'.join(_FRAME_KINDS)}) '(?P<name>[^']*)'$|.*)")
+FRAME = re.compile(r"^[ \t\n\r\f\v]*(?:(?P<path>[^\n:]+):(?P<line>[0-9]+)|.*?):(?P<rest> in "
+                   rf"(?:(?:{'|'.join(_FRAME_KINDS)}) '(?P<name>[^']*)'$|.*))")
 FRAME_LUA = "^%s*(.-): in (.*)$"
+PLACED_FRAME_LUA = "^%s*([^\n:]+):(%d+):(.*)$"
 FRAME_NAME_LUA = tuple(f"^{kind} '([^']*)'\n?$" for kind in _FRAME_KINDS)
 SHORT_NAME = re.compile(r"[^.:]*$")  # `string.rep` is called as `rep`
 SHORT_NAME_LUA = "([^.:]*)$"
@@ -185,7 +189,7 @@ def raising_function(traceback: str, path: str, line: int) -> str | None:
         m = FRAME.match(frame)
         if m is None:
             continue
-        if m["where"] == f"{path}:{line}":
+        if (m["path"], m["line"]) == (path, str(line)):
             return previous
         previous = m["name"] and SHORT_NAME.search(m["name"])[0]
     return None

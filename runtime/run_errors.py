@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nupp.errors import LINE_BREAK, Diagnostic, Source, displayable, first_non_blank_column
-from nupp.runtime.error_keys import lua_rule
+from nupp.runtime.error_keys import FRAME, PLACED_FRAME_LUA, lua_rule
 from nupp.runtime.host import LUA_DIR, LuaRunError
 
 # The words of a report, nupp run's and boot.lua's (report_rule): an error
@@ -38,9 +38,8 @@ FRAME_FORMAT = "  %s:%s:%s"  # path, line, the rest of LuaJIT's frame (Python's 
 LEFT_OUT = "\t..."  # the traceback's line where LuaJIT left levels out
 FRAMES_LEFT_OUT = "  ..."  # and the list's
 
-# "path/file.nupp:12: message" as LuaJIT writes positions, and a traceback's frame
+# "path/file.nupp:12: message" as LuaJIT writes positions
 _LUA_POSITION = re.compile(r"^(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+): (?P<message>.*)$", re.S)
-_TRACE_FRAME = re.compile(r"^\s*(?P<path>[^\n:]+\.(?:nupp|lua)):(?P<line>\d+):(?P<rest>.*)$")
 
 
 def render_run_error(err: LuaRunError) -> str:
@@ -58,10 +57,10 @@ def render_run_error(err: LuaRunError) -> str:
         col = column_for(source, line, match["message"], callee)
         text = Diagnostic(source, line, col, match["message"]).render()
     frames, listed = [], 0
-    for line in err.traceback.splitlines():
+    for line in err.traceback.split("\n"):
         if line == LEFT_OUT and listed:
             frames.append(FRAMES_LEFT_OUT)
-        elif (m := _TRACE_FRAME.match(line)) is not None and _is_program_file(m["path"]):
+        elif (m := FRAME.match(line)) is not None and m["path"] is not None and _is_program_file(m["path"]):
             frames.append(FRAME_FORMAT % (m["path"], m["line"], m["rest"]))
             listed += 1
     if listed > 1:
@@ -72,7 +71,7 @@ def render_run_error(err: LuaRunError) -> str:
 def _is_program_file(path: str) -> bool:
     """A file of the program's own (the runtime's Lua files are nupp's; LuaJIT
     shortens a long chunk name to '...tail', which names no file)."""
-    return Path(path).is_file() and LUA_DIR not in Path(path).resolve().parents
+    return has_reported_positions(path) and Path(path).is_file() and LUA_DIR not in Path(path).resolve().parents
 
 # Where a message's position names a file whose lines a diagnostic can show:
 # render_run_error's patterns.  The path runs to the first ':' and ends in
@@ -94,7 +93,7 @@ def report_rule() -> dict:
     how a frame is listed, what heads the list and marks levels left out
     (render_run_error's), and
     the rules a message's keys are found by (error_keys.lua_rule)."""
-    return {"position": "^([^\n:]+):(%d+): (.*)$", "frame": "^%s*([^\n:]+):(%d+):(.*)$",
+    return {"position": "^([^\n:]+):(%d+): (.*)$", "frame": PLACED_FRAME_LUA,
             "unpositioned": UNPOSITIONED, "frame_format": FRAME_FORMAT, "frames_heading": FRAMES_HEADING,
             "left_out": LEFT_OUT, "frames_left_out": FRAMES_LEFT_OUT, "keys": lua_rule()}
 
