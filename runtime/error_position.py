@@ -345,14 +345,13 @@ def _value_point(expr, name: str | None) -> Point:
     `a.b`, `"b"` of `a["b"]`), else the expression's start."""
     while isinstance(expr, ast.Paren):
         expr = expr.expr
-    if name is not None and isinstance(expr, ast.Field):
-        return _start(expr.name_span)
-    if name is not None and isinstance(expr, ast.Index):
-        return _start(expr.key.span)
+    if name is not None and isinstance(expr, (ast.Field, ast.Index)):
+        return _key_point(expr)
     return _start(expr.span)
 
 
 def _key_point(node) -> Point:
+    """An indexing's key: a field's name, an index's key, a method's name."""
     if isinstance(node, ast.Field):
         return _start(node.name_span)
     if isinstance(node, ast.Index):
