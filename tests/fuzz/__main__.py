@@ -18,7 +18,7 @@ from .runner import Fuzzer, Options
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=3.0, help="how long to generate new batches (default 3)")
+    parser.add_argument("--minutes", type=float, default=3.0, help="the run's wall time: a batch starts where one as long as the last ends by then (default 3)")
     parser.add_argument("--seed", type=int, default=None, help="first program's seed (default: from the clock)")
     parser.add_argument("--batch", type=int, default=32, help="programs per module (default 32)")
     parser.add_argument("--jobs", type=int, default=1, help="executions run at once (default 1)")

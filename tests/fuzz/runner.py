@@ -283,12 +283,16 @@ class Fuzzer:
               f"{len(self.executions)} executions: {', '.join(e.name for e in self.executions)}")
         start = time.monotonic()
         deadline = start + o.minutes * 60
-        batch = 0
+        batch, last = 0, 0.0
         try:
-            while time.monotonic() < deadline:
+            # a batch starts only where one as long as the last ends by the deadline: the budget is
+            # the run's wall time (a batch of every execution takes minutes on 2 cores)
+            while time.monotonic() + last < deadline or batch == 0:
+                began = time.monotonic()
                 seeds = range(o.seed + batch * o.batch_size, o.seed + (batch + 1) * o.batch_size)
                 self.batch(batch, seeds)
                 batch += 1
+                last = time.monotonic() - began
                 self.report.seconds = time.monotonic() - start
                 o.log(f"batch {batch}: {self.report.programs} programs, {sum(map(len, self.report.failures.values()))}"
                       f" failures, {self.report.per_minute:.1f} programs/min")
