@@ -80,8 +80,9 @@ HEADER_WORDS = 3  # start, count, a zero (KernelWriter.unknown_zero)
 _BITS = {F32: U32, F64: U64, I32: U32, U32: U32, I64: U64, U64: U64}
 _SIGN = {F32: 1 << 31, F64: 1 << 63}
 FLOAT_ARITHMETIC = ("OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFNegate")
-# instructions whose float results a driver's optimizer may rewrite (KernelWriter.op)
-REWRITABLE = FLOAT_ARITHMETIC + ("OpFConvert", "OpConvertSToF", "OpConvertUToF", "OpExtInst")
+# instructions whose float results a driver's optimizer may rewrite (KernelWriter.op); a float
+# made of integer bits too, which it may know (fromBits(p - p) is 0.0, and x * 0.0 became 0)
+REWRITABLE = FLOAT_ARITHMETIC + ("OpFConvert", "OpConvertSToF", "OpConvertUToF", "OpExtInst", "OpBitcast")
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,9 @@ class KernelWriter:
         an instruction exact, but wgpu's translation (naga) drops it, and
         SPIR-V passthrough, which would keep it, is a feature wgpu-native does
         not offer.  Each such rule matches an instruction whose operand is a
-        float instruction, a constant, or the other operand.  So the float
+        float instruction, a constant, or the other operand; and a float made
+        of integer bits (a bitcast) is one it may know when it folds the
+        integer (fromBits(p - p) * x became 0).  So the float
         result of a REWRITABLE instruction reaches later ones only through
         `opaque`, literals are opaque (expr_Const), and a - b is
         a + `negated`(b): no two operands of a float instruction are one value
@@ -268,7 +271,8 @@ class KernelWriter:
         sign may differ from OpFNegate's, which no result shows)."""
         bits = _BITS[width]
         mask = self.op("OpBitwiseXor", bits, self.unknown_zero(bits), self.const(_SIGN[width], bits))
-        return self.op("OpBitcast", width, self.op("OpBitwiseXor", bits, self.op("OpBitcast", bits, x), mask))
+        flipped = self.op("OpBitwiseXor", bits, self.op("OpBitcast", bits, x), mask)
+        return self.typed("OpBitcast", self.t(width), flipped)  # its bits are opaque already
 
     def opaque(self, x: int, width: Width) -> int:
         """x, through an or with a zero no driver knows: no rule of its optimizer
@@ -278,13 +282,13 @@ class KernelWriter:
         unsigned = _BITS[width]
         bits = x if unsigned is width else self.op("OpBitcast", unsigned, x)
         bits = self.op("OpBitwiseOr", unsigned, bits, self.unknown_zero(unsigned))
-        return bits if unsigned is width else self.op("OpBitcast", width, bits)
+        return bits if unsigned is width else self.typed("OpBitcast", self.t(width), bits)
 
     def opaque_float(self, value: float, width: Width) -> int:
         """A float literal no driver sees (`opaque`); a NaN or an infinity as its
         bits (naga refuses such literals)."""
         pattern = int.from_bytes(struct.pack("<d" if width is F64 else "<f", value), "little")
-        return self.opaque(self.op("OpBitcast", width, self.const(pattern, _BITS[width])), width)
+        return self.op("OpBitcast", width, self.const(pattern, _BITS[width]))  # opaque: op's rule
 
     def select(self, width: Width, cond: int, a: int, b: int) -> int:
         return self.op("OpSelect", width, cond, a, b)

@@ -322,8 +322,11 @@ def hiding_faults(spirv: bytes) -> list[str]:
     """Where a module lets a driver see a float result it may rewrite, or subtracts."""
     code = instructions(spirv)
     floats = {operands[0] for name, operands in code if name == "OpTypeFloat"}
+    # a float made of the bits an or / xor hid (KernelWriter.opaque, negated) is the hidden value
+    hidden_bits = {operands[1] for name, operands in code if name in ("OpBitwiseOr", "OpBitwiseXor")}
     rewritable = {operands[1]: name for name, operands in code
-                  if name in REWRITABLE and operands[0] in floats}
+                  if name in REWRITABLE and operands[0] in floats
+                  and not (name == "OpBitcast" and operands[2] in hidden_bits)}
     faults = [f"an {name}" for name, _ in code if name == "OpFSub"]
     in_functions = False
     for name, operands in code:
