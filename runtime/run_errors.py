@@ -5,7 +5,8 @@ to report the same text (runtime/project/boot.lua).
 when the message starts with a position in a program file, the diagnostic at
 that line (Diagnostic.render: header, source line, caret), else `error: ` and
 the message; then, when more than one, the traceback's frames in program
-files under `from:` (and `...` where LuaJIT left levels out).  A built program has neither Python nor the sources, so
+files under `from:` (and `...` where LuaJIT left levels out).  A built
+program has neither Python nor the sources, so
 the build renders each line's diagnostic with the column and the message
 left out (line_reports, lib/nupp/diagnostics/FILE.lua in the tree) and
 boot.lua only glues: it finds the position and the frames by report_rule's
@@ -91,8 +92,8 @@ def report_rule() -> dict:
     a message's position (path, line, message) and of a traceback's frame
     (path, line, the rest), the words of an error without a program position,
     how a frame is listed, what heads the list and marks levels left out
-    (render_run_error's), and
-    the rules a message's keys are found by (error_keys.lua_rule)."""
+    (render_run_error's), and the rules a message's keys are found by
+    (error_keys.lua_rule)."""
     return {"position": "^([^\n:]+):(%d+): (.*)$", "frame": PLACED_FRAME_LUA,
             "unpositioned": UNPOSITIONED, "frame_format": FRAME_FORMAT, "frames_heading": FRAMES_HEADING,
             "left_out": LEFT_OUT, "frames_left_out": FRAMES_LEFT_OUT, "keys": lua_rule()}
